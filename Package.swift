@@ -1,0 +1,67 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Depot",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "Depot", targets: ["Depot"]),
+        .library(name: "DepotAsyncHTTPClient", targets: ["DepotAsyncHTTPClient"]),
+        .library(name: "DepotTesting", targets: ["DepotTesting"]),
+        .executable(name: "nerdfeed", targets: ["nerdfeed"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    ],
+    targets: [
+        .target(
+            name: "Depot",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
+        .target(
+            name: "DepotAsyncHTTPClient",
+            dependencies: [
+                "Depot",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ]
+        ),
+        .target(
+            name: "DepotTesting",
+            dependencies: ["Depot"]
+        ),
+        .executableTarget(
+            name: "nerdfeed",
+            dependencies: [
+                "Depot",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "DepotTests",
+            dependencies: [
+                "Depot",
+                "DepotAsyncHTTPClient",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                "DepotTesting",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+    ]
+)

@@ -1,0 +1,88 @@
+import Foundation
+import Logging
+
+extension NetworkController {
+    /// Everything a controller is made from.
+    ///
+    /// ```swift
+    /// let controller = NetworkController(configuration: .init(
+    ///     baseURL: URL(string: "http://127.0.0.1:8080")!,
+    ///     adapters: [DefaultHeaders(["Accept": "application/json"])],
+    ///     concurrencyLimit: 4
+    /// ))
+    /// ```
+    public struct Configuration: Sendable {
+        /// Relative request paths resolve against this.
+        public var baseURL: URL?
+        /// What moves the bytes. Default: ``URLSessionTransport``.
+        public var transport: any Transport
+        /// Run in order on every request: default headers, credentials, ...
+        public var adapters: [any RequestAdapter]
+        /// The source of time for timeouts, grace periods and event timestamps.
+        public var clock: any Clock<Duration>
+        /// Where operations are logged. Secrets in headers are never logged.
+        public var logger: Logger
+        /// How many transfers may run at once.
+        public var concurrencyLimit: Int
+        /// Bodies larger than this fail with ``DepotError/Code/tooLarge``.
+        public var maximumBodySize: Int
+        /// How many redirects to follow; 0 returns 3xx responses to the operation.
+        public var redirectLimit: Int
+        /// Where events are also posted as notifications; `nil` posts none.
+        public var notificationCenter: NotificationCenter?
+        /// Values handed to every operation through its ``OperationContext``.
+        public var contextValues: OperationContextValues
+        /// How many events each `events` subscriber may fall behind before the oldest are dropped.
+        public var eventBufferSize: Int
+
+        /// Makes a configuration; every parameter has a sensible default.
+        public init(
+            baseURL: URL? = nil,
+            transport: any Transport = URLSessionTransport(),
+            adapters: [any RequestAdapter] = [],
+            clock: any Clock<Duration> = ContinuousClock(),
+            logger: Logger = Logger(label: "depot"),
+            concurrencyLimit: Int = Configuration.defaultConcurrencyLimit,
+            maximumBodySize: Int = Configuration.defaultMaximumBodySize,
+            redirectLimit: Int = Configuration.defaultRedirectLimit,
+            notificationCenter: NotificationCenter? = .default,
+            contextValues: OperationContextValues = OperationContextValues(),
+            eventBufferSize: Int = 4096
+        ) {
+            self.baseURL = baseURL
+            self.transport = transport
+            self.adapters = adapters
+            self.clock = clock
+            self.logger = logger
+            self.concurrencyLimit = concurrencyLimit
+            self.maximumBodySize = maximumBodySize
+            self.redirectLimit = redirectLimit
+            self.notificationCenter = notificationCenter
+            self.contextValues = contextValues
+            self.eventBufferSize = eventBufferSize
+        }
+
+        /// 4 transfers at once.
+        public static let defaultConcurrencyLimit = 4
+        /// 50 MB.
+        public static let defaultMaximumBodySize = 50 * 1024 * 1024
+        /// 10 redirects.
+        public static let defaultRedirectLimit = 10
+    }
+}
+
+/// What ``NetworkController/shutdown(grace:)`` did.
+public struct ShutdownReport: Sendable, Hashable, CustomStringConvertible {
+    /// Operations that completed successfully after shutdown began.
+    public var finished: Int = 0
+    /// Operations that failed after shutdown began.
+    public var failed: Int = 0
+    /// Operations cancelled: at once (exit policy `.cancel`) or when the grace period ran out.
+    public var cancelled: Int = 0
+    /// Whether the grace period ran out before the `.finish` operations were done.
+    public var graceExpired: Bool = false
+
+    public var description: String {
+        "shutdown: \(finished) finished, \(failed) failed, \(cancelled) cancelled" + (graceExpired ? " (grace period ran out)" : "")
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import Logging
+
+extension NetworkController {
+    /// Runs one job: build the request, adapt it, transfer, validate, process.
+    func execute<Operation: NetworkOperation>(
+        _ operation: Operation,
+        request: Request,
+        url: URL,
+        environment: JobEnvironment
+    ) async -> JobResult {
+        let name = operation.name
+        var logger = configuration.logger
+        logger[metadataKey: "depot.ticket"] = "\(environment.job)"
+        logger[metadataKey: "depot.operation"] = "\(name)"
+
+        // 1. Build and adapt the request.
+        var transportRequest = TransportRequest(url: url, method: request.method, headers: request.headers, timeout: operation.timeout.idle)
+        if let body = request.body {
+            do {
+                transportRequest.body = try body.encode()
+            } catch {
+                return JobResult(result: .failure(DepotError.wrap(error, operation: name, fallback: .encoding)))
+            }
+            if let contentType = body.contentType, !transportRequest.headers.contains("Content-Type") {
+                transportRequest.headers["Content-Type"] = contentType
+            }
+        }
+        do {
+            for adapter in configuration.adapters {
+                try await adapter.adapt(&transportRequest)
+            }
+        } catch {
+            return JobResult(result: .failure(DepotError.wrap(error, operation: name, fallback: .invalidRequest)))
+        }
+        logger.debug("started", metadata: ["http.method": "\(transportRequest.method)", "http.url": "\(transportRequest.url.absoluteString)"])
+        logger.trace("request headers", metadata: ["http.headers": "\(transportRequest.headers)"])
+
+        // 2. Transfer.
+        let transfer: TransferPipeline.Result
+        do {
+            transfer = try await pipeline.run(transportRequest, timeout: operation.timeout, onProgress: environment.onProgress)
+        } catch {
+            return JobResult(result: .failure(DepotError.wrap(error, operation: name, fallback: .transport)))
+        }
+        let response = transfer.response
+        logger.trace("response headers", metadata: ["http.status": "\(response.status)", "http.headers": "\(response.headers)"])
+
+        // 3. Validate.
+        do {
+            try operation.validate(response)
+        } catch {
+            var failure = DepotError.wrap(error, operation: name, fallback: .unexpectedStatus)
+            if failure.status == nil { failure.status = response.status }
+            return JobResult(result: .failure(failure), status: response.status, sample: transfer.sample)
+        }
+
+        // 4. Process.
+        do {
+            try Task.checkCancellation()
+            let context = OperationContext(ticket: environment.job, attempt: 1, logger: logger, values: configuration.contextValues)
+            let output = try await operation.process(response, context: context)
+            return JobResult(result: .success(output), status: response.status, sample: transfer.sample)
+        } catch {
+            var failure = DepotError.wrap(error, operation: name, fallback: .processing)
+            if failure.status == nil { failure.status = response.status }
+            if failure.bodyExcerpt == nil, failure.code == .decoding { failure.bodyExcerpt = DepotError.excerpt(of: response.body) }
+            return JobResult(result: .failure(failure), status: response.status, sample: transfer.sample)
+        }
+    }
+}

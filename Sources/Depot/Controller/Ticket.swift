@@ -1,0 +1,106 @@
+import Synchronization
+
+/// How far a transfer has come.
+public struct TransferProgress: Sendable, Hashable, CustomStringConvertible {
+    /// Body bytes received so far.
+    public var received: Int64
+    /// Body bytes expected (from Content-Length), when known.
+    public var expected: Int64?
+
+    /// Makes a progress value.
+    public init(received: Int64 = 0, expected: Int64? = nil) {
+        self.received = received
+        self.expected = expected
+    }
+
+    /// `received / expected`, when the size is known.
+    public var fraction: Double? {
+        guard let expected, expected > 0 else { return nil }
+        return min(1, Double(received) / Double(expected))
+    }
+
+    public var description: String {
+        if let expected { return "\(received)/\(expected) bytes" }
+        return "\(received) bytes"
+    }
+}
+
+/// A handle on one enqueued operation: cancel it, watch its progress, and
+/// compare it with "the current one".
+///
+/// ```swift
+/// currentSearch?.cancel()
+/// let ticket = controller.enqueue(SearchContacts(query: text)) { [weak self] result in
+///     guard let self, self.currentSearch == ticket else { return }  // stale answer
+///     self.show(result)
+/// }
+/// currentSearch = ticket
+/// ```
+///
+/// Tickets are compared by identity: two tickets are equal only if they are the
+/// same enqueue call.
+public final class Ticket: Hashable, Sendable, CustomStringConvertible {
+    /// A ticket's identity, unique within a process.
+    public struct ID: Hashable, Sendable, Comparable, CustomStringConvertible {
+        /// The number, increasing in enqueue order.
+        public let rawValue: UInt64
+        /// Makes an id; Depot makes them for you.
+        public init(rawValue: UInt64) { self.rawValue = rawValue }
+        public static func < (lhs: ID, rhs: ID) -> Bool { lhs.rawValue < rhs.rawValue }
+        public var description: String { "#\(rawValue)" }
+    }
+
+    struct State: Sendable {
+        var progress = TransferProgress()
+        var outcome: Scheduler.Outcome?
+        var failure: DepotError?
+    }
+
+    /// This ticket's identity.
+    public let id: ID
+    /// The name of the operation it stands for.
+    public let operationName: String
+    let state: Mutex<State>
+    private let onCancel: @Sendable (ID) -> Void
+
+    init(id: ID, operationName: String, onCancel: @escaping @Sendable (ID) -> Void) {
+        self.id = id
+        self.operationName = operationName
+        self.state = Mutex(State())
+        self.onCancel = onCancel
+    }
+
+    /// Cancels the operation. Its completion is called with `.cancelled` unless it
+    /// already finished. If other tickets share the same transfer, the transfer
+    /// goes on for them.
+    public func cancel() {
+        onCancel(id)
+    }
+
+    /// Bytes received and expected so far.
+    public var progress: TransferProgress {
+        state.withLock { $0.progress }
+    }
+
+    /// Whether the outcome is decided. The completion may still be on its way to the main actor.
+    public var isFinished: Bool {
+        state.withLock { $0.outcome != nil }
+    }
+
+    var outcome: Scheduler.Outcome? { state.withLock { $0.outcome } }
+
+    func resolve(_ outcome: Scheduler.Outcome, failure: DepotError?) {
+        state.withLock {
+            $0.outcome = outcome
+            $0.failure = failure
+        }
+    }
+
+    func updateProgress(_ progress: TransferProgress) {
+        state.withLock { $0.progress = progress }
+    }
+
+    public static func == (lhs: Ticket, rhs: Ticket) -> Bool { lhs.id == rhs.id }
+    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
+    public var description: String { "Ticket(\(id) \(operationName))" }
+}

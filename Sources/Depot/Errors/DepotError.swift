@@ -1,0 +1,207 @@
+import Foundation
+
+/// The one error type Depot reports.
+///
+/// `DepotError` is a struct rather than an enum so that new codes can be added
+/// without breaking code that matches on it. Match on ``code``:
+///
+/// ```swift
+/// do {
+///     let feed = try await controller.perform(FetchTimeline())
+/// } catch let error as DepotError where error.code == .offline {
+///     showOfflineBanner()
+/// }
+/// ```
+///
+/// Every error keeps what is known about the failure: the operation's name,
+/// the HTTP status, a short excerpt of the body and the underlying error.
+public struct DepotError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        enum Base: String, Hashable, Sendable {
+            case unauthorized, notFound, server, unexpectedStatus
+            case cancelled, timedOut, offline, connectionLost
+            case tooLarge, tooManyRedirects, insecureRedirect
+            case dependencyFailed, shutDown
+            case decoding, encoding, invalidRequest, processing, transport
+        }
+
+        let base: Base
+
+        /// 401 or 403: the credentials are missing, wrong or not enough.
+        public static let unauthorized = Code(base: .unauthorized)
+        /// 404: the resource does not exist.
+        public static let notFound = Code(base: .notFound)
+        /// 5xx: the server failed.
+        public static let server = Code(base: .server)
+        /// Any other status the operation does not accept.
+        public static let unexpectedStatus = Code(base: .unexpectedStatus)
+        /// The operation was cancelled: by its ticket, by its category, or at shutdown.
+        public static let cancelled = Code(base: .cancelled)
+        /// No byte arrived within the operation's timeout.
+        public static let timedOut = Code(base: .timedOut)
+        /// The host could not be reached: connection refused, DNS failure, no route.
+        public static let offline = Code(base: .offline)
+        /// The connection broke after it was established (reset, closed mid-body, truncated body).
+        public static let connectionLost = Code(base: .connectionLost)
+        /// The body is larger than the configured limit.
+        public static let tooLarge = Code(base: .tooLarge)
+        /// More redirects than the limit (10 by default), or a redirect loop.
+        public static let tooManyRedirects = Code(base: .tooManyRedirects)
+        /// A redirect from https to http, which Depot refuses.
+        public static let insecureRedirect = Code(base: .insecureRedirect)
+        /// An operation this one depended on failed or was cancelled.
+        public static let dependencyFailed = Code(base: .dependencyFailed)
+        /// The controller has been shut down.
+        public static let shutDown = Code(base: .shutDown)
+        /// The body could not be decoded (malformed JSON, XML, ...).
+        public static let decoding = Code(base: .decoding)
+        /// The request body could not be encoded.
+        public static let encoding = Code(base: .encoding)
+        /// The request could not be built (no base URL for a relative path, bad URL, ...).
+        public static let invalidRequest = Code(base: .invalidRequest)
+        /// The operation's `process` failed with an error of its own.
+        public static let processing = Code(base: .processing)
+        /// The transport failed in a way not covered by a more specific code.
+        public static let transport = Code(base: .transport)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// The name of the operation that failed, when there was one.
+    public var operation: String?
+    /// The HTTP status the server answered, when there was an answer.
+    public var status: Int?
+    /// The first bytes of the response body (at most 200 characters), when there was one.
+    public var bodyExcerpt: String?
+    /// A short detail for the message ("10 redirects", "limit 52428800 bytes").
+    public var detail: String?
+    /// The error that caused this one: a transport error, a `DecodingError`, or for
+    /// ``Code/dependencyFailed`` the dependency's own `DepotError`.
+    public var underlying: (any Error)?
+
+    /// Makes an error. Depot makes these for you; operations may throw their own.
+    ///
+    /// - Parameters:
+    ///   - code: What kind of failure this is.
+    ///   - operation: The operation's name.
+    ///   - status: The HTTP status, if any.
+    ///   - bodyExcerpt: The start of the response body, if any.
+    ///   - detail: A short detail for the message.
+    ///   - underlying: The error that caused this one.
+    public init(
+        _ code: Code,
+        operation: String? = nil,
+        status: Int? = nil,
+        bodyExcerpt: String? = nil,
+        detail: String? = nil,
+        underlying: (any Error)? = nil
+    ) {
+        self.code = code
+        self.operation = operation
+        self.status = status
+        self.bodyExcerpt = bodyExcerpt
+        self.detail = detail
+        self.underlying = underlying
+    }
+
+    /// One sentence that says what failed and why.
+    ///
+    /// For example: `FetchTimeline failed: server answered 503 Service Unavailable (body: "maintenance")`.
+    public var description: String {
+        let subject = operation ?? "request"
+        var text = "\(subject) failed: \(reason)"
+        if let bodyExcerpt, !bodyExcerpt.isEmpty {
+            text += " (body: \"\(bodyExcerpt)\")"
+        }
+        return text
+    }
+
+    private var reason: String {
+        switch code.base {
+        case .unauthorized, .notFound, .server, .unexpectedStatus:
+            if let status {
+                return "server answered \(status) \(HTTPStatus.reasonPhrase(status))"
+            }
+            return "server answered an unexpected status"
+        case .cancelled: return "cancelled"
+        case .timedOut: return "timed out" + detailSuffix(" after ")
+        case .offline: return "host unreachable (offline)" + underlyingSuffix
+        case .connectionLost: return "connection lost" + detailSuffix(": ") + underlyingSuffix
+        case .tooLarge: return "body too large" + detailSuffix(" (", ")")
+        case .tooManyRedirects: return "too many redirects" + detailSuffix(" (", ")")
+        case .insecureRedirect: return "refused a redirect from https to http" + detailSuffix(" (", ")")
+        case .dependencyFailed:
+            if let cause = underlying as? DepotError {
+                return "a dependency failed: \(cause)"
+            }
+            return "a dependency failed"
+        case .shutDown: return "the network controller is shut down"
+        case .decoding: return "could not decode the response" + underlyingSuffix
+        case .encoding: return "could not encode the request body" + underlyingSuffix
+        case .invalidRequest: return "invalid request" + detailSuffix(": ")
+        case .processing: return "processing failed" + underlyingSuffix
+        case .transport: return "transport error" + detailSuffix(": ") + underlyingSuffix
+        }
+    }
+
+    private func detailSuffix(_ prefix: String, _ suffix: String = "") -> String {
+        guard let detail else { return "" }
+        return prefix + detail + suffix
+    }
+
+    private var underlyingSuffix: String {
+        guard let underlying else { return "" }
+        return " (\(String(describing: underlying).prefix(160)))"
+    }
+
+    /// Builds the error for a status the operation does not accept, following the
+    /// default mapping: 401/403 → unauthorized, 404 → notFound, 5xx → server, else unexpectedStatus.
+    public static func status(_ status: Int, body: Data = Data(), operation: String? = nil) -> DepotError {
+        let code: Code
+        switch status {
+        case 401, 403: code = .unauthorized
+        case 404: code = .notFound
+        case 500...599: code = .server
+        default: code = .unexpectedStatus
+        }
+        return DepotError(code, operation: operation, status: status, bodyExcerpt: excerpt(of: body))
+    }
+
+    /// The first `limit` characters of a body, as text, with control characters removed.
+    static func excerpt(of body: Data, limit: Int = 200) -> String? {
+        guard !body.isEmpty else { return nil }
+        let text = String(decoding: body.prefix(limit * 4), as: UTF8.self)
+        let cleaned = text.unicodeScalars
+            .map { CharacterSet.controlCharacters.contains($0) ? " " : String($0) }
+            .joined()
+            .trimmingCharacters(in: .whitespaces)
+        return cleaned.isEmpty ? nil : String(cleaned.prefix(limit))
+    }
+
+    /// A copy with the operation name filled in when it was missing.
+    func named(_ name: String) -> DepotError {
+        var copy = self
+        if copy.operation == nil { copy.operation = name }
+        return copy
+    }
+}
+
+extension DepotError {
+    /// Wraps any error as a `DepotError`: a `DepotError` stays as it is,
+    /// cancellation becomes ``Code/cancelled``, `DecodingError` becomes ``Code/decoding``.
+    static func wrap(_ error: any Error, operation: String?, fallback: Code) -> DepotError {
+        if let error = error as? DepotError {
+            return operation.map(error.named) ?? error
+        }
+        if error is CancellationError {
+            return DepotError(.cancelled, operation: operation)
+        }
+        if error is DecodingError {
+            return DepotError(.decoding, operation: operation, underlying: error)
+        }
+        return DepotError(fallback, operation: operation, underlying: error)
+    }
+}

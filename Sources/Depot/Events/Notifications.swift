@@ -1,0 +1,59 @@
+import Foundation
+
+// Every notification Depot posts is declared in this file.
+//
+// Each is posted on the controller's `Configuration.notificationCenter`
+// (`NotificationCenter.default` unless you choose another), with the
+// controller as the object and this userInfo:
+//
+// | key                                  | value                  |
+// |--------------------------------------|------------------------|
+// | `NetworkEvent.UserInfoKey.event`     | the `NetworkEvent`     |
+// | `NetworkEvent.UserInfoKey.ticket`    | the `Ticket.ID`        |
+// | `NetworkEvent.UserInfoKey.operation` | the operation's name   |
+// | `NetworkEvent.UserInfoKey.error`     | the `DepotError` (`.depotOperationFailed` only) |
+
+extension Notification.Name {
+    /// An operation joined the queue.
+    public static let depotOperationEnqueued = Notification.Name("DepotOperationEnqueued")
+    /// An operation's transfer started.
+    public static let depotOperationStarted = Notification.Name("DepotOperationStarted")
+    /// Body bytes arrived for an operation.
+    public static let depotOperationProgress = Notification.Name("DepotOperationProgress")
+    /// An operation joined an identical one already queued or in flight.
+    public static let depotOperationCoalesced = Notification.Name("DepotOperationCoalesced")
+    /// A queued operation was promoted to a higher priority.
+    public static let depotOperationPromoted = Notification.Name("DepotOperationPromoted")
+    /// An operation will be retried.
+    public static let depotOperationRetried = Notification.Name("DepotOperationRetried")
+    /// An operation succeeded.
+    public static let depotOperationFinished = Notification.Name("DepotOperationFinished")
+    /// An operation failed; userInfo carries the error.
+    public static let depotOperationFailed = Notification.Name("DepotOperationFailed")
+    /// An operation was cancelled.
+    public static let depotOperationCancelled = Notification.Name("DepotOperationCancelled")
+}
+
+extension NetworkEvent {
+    /// Keys of the userInfo dictionary of Depot's notifications.
+    public enum UserInfoKey {
+        /// The `NetworkEvent`.
+        public static let event = "event"
+        /// The `Ticket.ID`.
+        public static let ticket = "ticket"
+        /// The operation's name, a `String`.
+        public static let operation = "operation"
+        /// The `DepotError`, on failures only.
+        public static let error = "error"
+    }
+
+    var userInfo: [AnyHashable: Any] {
+        var info: [AnyHashable: Any] = [
+            UserInfoKey.event: self,
+            UserInfoKey.ticket: ticket,
+            UserInfoKey.operation: operation,
+        ]
+        if case .failed(let error) = kind { info[UserInfoKey.error] = error }
+        return info
+    }
+}

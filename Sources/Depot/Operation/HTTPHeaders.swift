@@ -1,0 +1,101 @@
+/// An ordered list of HTTP header fields with case-insensitive lookup.
+///
+/// For example:
+///
+/// ```swift
+/// var headers: HTTPHeaders = ["Accept": "application/json"]
+/// headers["accept"]            // "application/json"
+/// headers.add(name: "Cookie", value: "a=1")
+/// ```
+public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
+    /// One header field.
+    public struct Field: Sendable, Hashable {
+        /// The field name as given.
+        public var name: String
+        /// The field value.
+        public var value: String
+
+        /// Makes a field.
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    private var fields: [Field]
+
+    /// Makes an empty header list.
+    public init() { fields = [] }
+
+    /// Makes a header list from name/value pairs, keeping their order.
+    public init(_ pairs: [(String, String)]) {
+        fields = pairs.map { Field(name: $0.0, value: $0.1) }
+    }
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        self.init(elements)
+    }
+
+    /// The first value for `name` (case-insensitive). Setting replaces every field
+    /// of that name; setting `nil` removes them.
+    public subscript(name: String) -> String? {
+        get { fields.first { $0.name.caseInsensitiveEquals(name) }?.value }
+        set {
+            guard let newValue else {
+                remove(name: name)
+                return
+            }
+            if let index = fields.firstIndex(where: { $0.name.caseInsensitiveEquals(name) }) {
+                fields[index].value = newValue
+                fields.removeAll { $0.name.caseInsensitiveEquals(name) && $0.value != newValue }
+            } else {
+                fields.append(Field(name: name, value: newValue))
+            }
+        }
+    }
+
+    /// Every value for `name`, in order.
+    public func values(for name: String) -> [String] {
+        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+    }
+
+    /// Appends a field, keeping any existing ones with the same name.
+    public mutating func add(name: String, value: String) {
+        fields.append(Field(name: name, value: value))
+    }
+
+    /// Removes every field named `name`.
+    public mutating func remove(name: String) {
+        fields.removeAll { $0.name.caseInsensitiveEquals(name) }
+    }
+
+    /// Whether a field named `name` is present.
+    public func contains(_ name: String) -> Bool {
+        fields.contains { $0.name.caseInsensitiveEquals(name) }
+    }
+
+    /// The number of fields.
+    public var count: Int { fields.count }
+
+    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+
+    /// Header names whose values are secrets: never logged, dropped on cross-origin redirects.
+    static let credentialNames: Set<String> = ["authorization", "cookie", "proxy-authorization"]
+
+    /// Header names whose values are never logged.
+    static let redactedNames: Set<String> = ["authorization", "cookie", "set-cookie", "proxy-authorization"]
+
+    /// The fields as text with secret values replaced by `<redacted>`, for logs.
+    public var description: String {
+        fields.map { field in
+            let value = HTTPHeaders.redactedNames.contains(field.name.lowercased()) ? "<redacted>" : field.value
+            return "\(field.name): \(value)"
+        }.joined(separator: ", ")
+    }
+}
+
+extension String {
+    func caseInsensitiveEquals(_ other: String) -> Bool {
+        self.utf8.count == other.utf8.count && self.lowercased() == other.lowercased()
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+
+/// One endpoint: a small, discrete, testable unit of network work.
+///
+/// Each endpoint gets its own type. It says what to ask for and how to turn the
+/// answer into something the app keeps. The ``NetworkController`` decides when
+/// it runs, shares identical GETs, enforces limits and reports progress.
+///
+/// For example:
+///
+/// ```swift
+/// struct FetchTopSongs: NetworkOperation {
+///     var limit = 10
+///     var request: Request { .get("/topsongs/limit=\(limit)/json") }
+///     var priority: Priority { .high }
+///
+///     func process(_ response: Response, context: OperationContext) async throws -> [String] {
+///         try response.decode(TopSongsFeed.self).feed.entry.map(\.title.label)
+///     }
+/// }
+/// ```
+///
+/// Contract:
+/// - `request` must be cheap and side-effect free; it may be read more than once.
+/// - `process` runs once per successful transfer, off the main actor. Throwing
+///   from it fails the operation; Depot wraps the error in a ``DepotError``.
+/// - Everything but `request` and `process` has a default.
+public protocol NetworkOperation: Sendable {
+    /// What `process` produces and the completion receives.
+    associatedtype Output: Sendable
+
+    /// The request to send.
+    var request: Request { get }
+
+    /// Turns an accepted response into the output, for example by parsing it and
+    /// writing it to the cache. The seed's `processResponse`.
+    func process(_ response: Response, context: OperationContext) async throws -> Output
+
+    /// Checks the response before `process`. The default accepts 2xx and maps
+    /// 401/403 to `.unauthorized`, 404 to `.notFound`, 5xx to `.server` and
+    /// anything else to `.unexpectedStatus`.
+    func validate(_ response: Response) throws
+
+    /// How urgent this is. Default: `.normal`.
+    var priority: Priority { get }
+    /// The group this belongs to. Default: `.default`.
+    var category: OperationCategory { get }
+    /// What shutdown does with it. Default: `.cancel`.
+    var exitPolicy: ExitPolicy { get }
+    /// Whether identical operations share one transfer. Default: `.automatic`.
+    var coalescing: Coalescing { get }
+    /// How long it may wait for bytes. Default: ``Timeout/default``.
+    var timeout: Timeout { get }
+    /// The name used in logs, events and errors. Default: the type's name.
+    var name: String { get }
+}
+
+extension NetworkOperation {
+    public var priority: Priority { .normal }
+    public var category: OperationCategory { .default }
+    public var exitPolicy: ExitPolicy { .cancel }
+    public var coalescing: Coalescing { .automatic }
+    public var timeout: Timeout { .default }
+    public var name: String { String(describing: Self.self) }
+
+    public func validate(_ response: Response) throws {
+        guard (200..<300).contains(response.status) else {
+            throw DepotError.status(response.status, body: response.body, operation: name)
+        }
+    }
+}
+
+extension NetworkOperation where Output == Response {
+    /// Hands back the response itself.
+    public func process(_ response: Response, context: OperationContext) async throws -> Response {
+        response
+    }
+}
+
+extension NetworkOperation where Output: Decodable {
+    /// Decodes the body as JSON.
+    public func process(_ response: Response, context: OperationContext) async throws -> Output {
+        try response.decode(Output.self)
+    }
+}

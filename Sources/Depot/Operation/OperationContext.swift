@@ -1,0 +1,55 @@
+import Logging
+
+/// A key for a value that the controller hands to every operation through
+/// ``OperationContext``. This is how a cache is injected into operations.
+///
+/// ```swift
+/// enum DatabaseKey: OperationContextKey { static let defaultValue: Database? = nil }
+/// extension OperationContext { var database: Database? { self[DatabaseKey.self] } }
+/// ```
+public protocol OperationContextKey {
+    /// The value's type.
+    associatedtype Value: Sendable
+    /// The value when none was set.
+    static var defaultValue: Value { get }
+}
+
+/// Typed values set on the controller's ``NetworkController/Configuration`` and
+/// read by operations.
+public struct OperationContextValues: Sendable {
+    private var storage: [ObjectIdentifier: any Sendable] = [:]
+
+    /// Makes an empty set of values.
+    public init() {}
+
+    /// The value for `key`, or its default.
+    public subscript<Key: OperationContextKey>(key: Key.Type) -> Key.Value {
+        get { storage[ObjectIdentifier(key)] as? Key.Value ?? Key.defaultValue }
+        set { storage[ObjectIdentifier(key)] = newValue }
+    }
+}
+
+/// What an operation gets besides the response while it processes it.
+public struct OperationContext: Sendable {
+    /// The ticket of the operation being processed.
+    public let ticket: Ticket.ID
+    /// Which attempt this is, starting at 1.
+    public let attempt: Int
+    /// A logger with the operation's metadata attached.
+    public let logger: Logger
+    /// The values configured on the controller.
+    public let values: OperationContextValues
+
+    /// Makes a context; useful for calling `process` directly in a test.
+    public init(ticket: Ticket.ID = Ticket.ID(rawValue: 0), attempt: Int = 1, logger: Logger = Logger(label: "depot"), values: OperationContextValues = OperationContextValues()) {
+        self.ticket = ticket
+        self.attempt = attempt
+        self.logger = logger
+        self.values = values
+    }
+
+    /// The value for `key`.
+    public subscript<Key: OperationContextKey>(key: Key.Type) -> Key.Value {
+        values[key]
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+
+/// An HTTP method.
+public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue.uppercased() }
+
+    public static let get = HTTPMethod(rawValue: "GET")
+    public static let head = HTTPMethod(rawValue: "HEAD")
+    public static let post = HTTPMethod(rawValue: "POST")
+    public static let put = HTTPMethod(rawValue: "PUT")
+    public static let patch = HTTPMethod(rawValue: "PATCH")
+    public static let delete = HTTPMethod(rawValue: "DELETE")
+    public static let options = HTTPMethod(rawValue: "OPTIONS")
+
+    /// GET, HEAD, OPTIONS, PUT and DELETE are idempotent (RFC 9110 §9.2.2).
+    public var isIdempotent: Bool {
+        [.get, .head, .options, .put, .delete].contains(self)
+    }
+
+    public var description: String { rawValue }
+}
+
+/// What an operation asks the network for: method, path or URL, query, headers and body.
+///
+/// Build one with the static helpers:
+///
+/// ```swift
+/// let list = Request.get("/contacts", query: ["page": "2"])
+/// let post = Request.post("/posts", json: NewPost(text: "hello"))
+/// let form = Request.put("/tasks/7/complete", form: ["done": "1"])
+/// ```
+///
+/// A relative `path` is resolved against the controller's base URL.
+public struct Request: Sendable {
+    /// Where the request goes.
+    public enum Target: Sendable, Hashable {
+        /// A path resolved against the controller's base URL.
+        case path(String)
+        /// An absolute URL.
+        case url(URL)
+    }
+
+    /// A request body.
+    public struct Body: Sendable {
+        let contentType: String?
+        let encode: @Sendable () throws -> Data
+
+        /// Raw bytes with a content type.
+        public static func data(_ data: Data, contentType: String) -> Body {
+            Body(contentType: contentType) { data }
+        }
+
+        /// A JSON body, encoded when the request is sent.
+        public static func json<T: Encodable & Sendable>(_ value: T, encoder: @escaping @Sendable () -> JSONEncoder = { JSONEncoder() }) -> Body {
+            Body(contentType: "application/json") { try encoder().encode(value) }
+        }
+
+        /// An `application/x-www-form-urlencoded` body, fields in order.
+        public static func form(_ fields: KeyValuePairs<String, String>) -> Body {
+            let pairs = fields.map { ($0.key, $0.value) }
+            return Body(contentType: "application/x-www-form-urlencoded") {
+                Data(FormEncoding.encode(pairs).utf8)
+            }
+        }
+    }
+
+    /// The method.
+    public var method: HTTPMethod
+    /// The path or URL.
+    public var target: Target
+    /// Query items, appended to the URL in order.
+    public var query: [URLQueryItem]
+    /// Headers for this request; adapters may add more.
+    public var headers: HTTPHeaders
+    /// The body, if any.
+    public var body: Body?
+
+    /// Makes a request. Prefer the static helpers such as ``get(_:query:headers:)``.
+    public init(method: HTTPMethod, target: Target, query: [URLQueryItem] = [], headers: HTTPHeaders = [:], body: Body? = nil) {
+        self.method = method
+        self.target = target
+        self.query = query
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A GET of a path relative to the base URL.
+    public static func get(_ path: String, query: KeyValuePairs<String, String> = [:], headers: HTTPHeaders = [:]) -> Request {
+        Request(method: .get, target: .path(path), query: query.map { URLQueryItem(name: $0.key, value: $0.value) }, headers: headers)
+    }
+
+    /// A GET of an absolute URL, such as a `file://` fixture or another host.
+    public static func get(_ url: URL, headers: HTTPHeaders = [:]) -> Request {
+        Request(method: .get, target: .url(url), headers: headers)
+    }
+
+    /// A POST with a JSON body.
+    public static func post<T: Encodable & Sendable>(_ path: String, json: T, headers: HTTPHeaders = [:]) -> Request {
+        Request(method: .post, target: .path(path), headers: headers, body: .json(json))
+    }
+
+    /// A POST with a form body.
+    public static func post(_ path: String, form: KeyValuePairs<String, String>, headers: HTTPHeaders = [:]) -> Request {
+        Request(method: .post, target: .path(path), headers: headers, body: .form(form))
+    }
+
+    /// A PUT with a JSON body.
+    public static func put<T: Encodable & Sendable>(_ path: String, json: T, headers: HTTPHeaders = [:]) -> Request {
+        Request(method: .put, target: .path(path), headers: headers, body: .json(json))
+    }
+
+    /// A PUT with a form body, or none.
+    public static func put(_ path: String, form: KeyValuePairs<String, String>? = nil, headers: HTTPHeaders = [:]) -> Request {
+        Request(method: .put, target: .path(path), headers: headers, body: form.map { .form($0) })
+    }
+
+    /// A PATCH with a JSON body.
+    public static func patch<T: Encodable & Sendable>(_ path: String, json: T, headers: HTTPHeaders = [:]) -> Request {
+        Request(method: .patch, target: .path(path), headers: headers, body: .json(json))
+    }
+
+    /// A DELETE.
+    public static func delete(_ path: String, headers: HTTPHeaders = [:]) -> Request {
+        Request(method: .delete, target: .path(path), headers: headers)
+    }
+
+    /// The absolute URL, resolved against `baseURL` when the target is a path.
+    ///
+    /// - Throws: ``DepotError/Code/invalidRequest`` when the path is relative and there is no base URL.
+    public func resolvedURL(baseURL: URL?) throws(DepotError) -> URL {
+        let base: URL
+        switch target {
+        case .url(let url):
+            base = url
+        case .path(let path):
+            if let absolute = URL(string: path), absolute.scheme != nil {
+                base = absolute
+            } else if let baseURL {
+                guard let joined = URL(string: path, relativeTo: baseURL.appendingSlashIfNeeded())?.absoluteURL else {
+                    throw DepotError(.invalidRequest, detail: "cannot resolve path \"\(path)\" against \(baseURL)")
+                }
+                base = joined
+            } else {
+                throw DepotError(.invalidRequest, detail: "path \"\(path)\" is relative and the controller has no base URL")
+            }
+        }
+        guard !query.isEmpty else { return base }
+        guard var components = URLComponents(url: base, resolvingAgainstBaseURL: true) else {
+            throw DepotError(.invalidRequest, detail: "bad URL \(base)")
+        }
+        components.percentEncodedQueryItems = (components.percentEncodedQueryItems ?? []) + query.map {
+            URLQueryItem(name: FormEncoding.escape($0.name), value: $0.value.map(FormEncoding.escape))
+        }
+        guard let url = components.url else {
+            throw DepotError(.invalidRequest, detail: "bad query for \(base)")
+        }
+        return url
+    }
+}
+
+extension URL {
+    /// `URL(string: "a", relativeTo: "http://h/api")` drops `api`; a trailing slash keeps it.
+    func appendingSlashIfNeeded() -> URL {
+        let text = absoluteString
+        if text.hasSuffix("/") { return self }
+        return URL(string: text + "/") ?? self
+    }
+}
+
+/// `application/x-www-form-urlencoded` encoding (WHATWG URL standard).
+enum FormEncoding {
+    private static let unreserved = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._*")
+
+    static func escape(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: unreserved.union(CharacterSet(charactersIn: " ")))?
+            .replacingOccurrences(of: " ", with: "+") ?? text
+    }
+
+    static func encode(_ pairs: [(String, String)]) -> String {
+        pairs.map { "\(escape($0.0))=\(escape($0.1))" }.joined(separator: "&")
+    }
+}

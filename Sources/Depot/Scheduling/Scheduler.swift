@@ -1,0 +1,356 @@
+import DequeModule
+
+/// The controller's brain: a pure, synchronous state machine that decides what
+/// runs next. It does no I/O and reads no clock; it takes events and returns
+/// actions, which the ``NetworkController`` carries out.
+///
+/// Rules:
+/// - highest priority first, FIFO within a priority;
+/// - at most `limit` jobs running;
+/// - jobs in a paused category wait;
+/// - a ticket with dependencies waits until they all succeed, and fails with
+///   `dependencyFailed` as soon as one fails or is cancelled;
+/// - a ticket whose coalescing key matches a queued or running job joins that
+///   job instead of making a new one (and promotes it if it is more urgent);
+/// - after `shutdown`, tickets with exit policy `.cancel` are cancelled and no
+///   new ones are accepted.
+///
+/// A *ticket* is one caller's request; a *job* is one transfer, shared by the
+/// tickets that coalesced into it. A job's id is the id of the ticket that made it.
+struct Scheduler: Sendable {
+    typealias ID = Ticket.ID
+
+    /// What the scheduler needs to know about a ticket.
+    struct Entry: Sendable, Hashable {
+        var id: ID
+        var priority: Priority
+        var category: OperationCategory
+        var exitPolicy: ExitPolicy
+        /// Tickets sharing a key share one transfer.
+        var coalescingKey: String?
+        /// Tickets that must succeed first (only the ones still pending).
+        var dependencies: [ID]
+
+        init(id: ID, priority: Priority = .normal, category: OperationCategory = .default, exitPolicy: ExitPolicy = .cancel, coalescingKey: String? = nil, dependencies: [ID] = []) {
+            self.id = id
+            self.priority = priority
+            self.category = category
+            self.exitPolicy = exitPolicy
+            self.coalescingKey = coalescingKey
+            self.dependencies = dependencies
+        }
+    }
+
+    /// How a ticket or job ended.
+    enum Outcome: Sendable, Hashable {
+        case succeeded
+        case failed
+        case cancelled
+    }
+
+    /// What the controller must do.
+    enum Action: Sendable, Hashable {
+        /// Start the transfer of this job.
+        case start(job: ID)
+        /// Stop this running job's transfer: nobody waits for it any more.
+        case abort(job: ID)
+        /// Resolve these tickets with the job's outcome.
+        case resolve(job: ID, tickets: [ID], Outcome)
+        /// This ticket is cancelled.
+        case cancelled(ID)
+        /// This ticket fails because `cause` failed or was cancelled.
+        case dependencyFailed(ID, cause: ID)
+        /// This ticket joined an existing job.
+        case coalesced(ID, into: ID)
+        /// This queued job now runs at a higher priority.
+        case promoted(job: ID, from: Priority, to: Priority)
+    }
+
+    private enum TicketState: Sendable {
+        case blocked(Entry, remaining: Set<ID>)
+        case waiting(job: ID)
+    }
+
+    private enum JobState: Sendable {
+        case queued
+        case running
+    }
+
+    private struct Job: Sendable {
+        var priority: Priority
+        var category: OperationCategory
+        var key: String?
+        var waiters: [ID]
+        var exitPolicies: [ID: ExitPolicy]
+        var state: JobState
+
+        var mustFinish: Bool { exitPolicies.values.contains(.finish) }
+    }
+
+    private var tickets: [ID: TicketState] = [:]
+    private var jobs: [ID: Job] = [:]
+    /// One FIFO per priority; entries whose job is gone or re-prioritised are skipped lazily.
+    private var queues: [Deque<ID>] = Array(repeating: [], count: Priority.allCases.count)
+    private var byKey: [String: ID] = [:]
+    private var dependents: [ID: [ID]] = [:]
+    private(set) var running: Set<ID> = []
+    private(set) var paused: Set<OperationCategory> = []
+    private(set) var limit: Int
+    private(set) var isShuttingDown = false
+    /// Tickets being cancelled together by `cancelMany`.
+    private var cancelling: Set<ID> = []
+
+    init(limit: Int) {
+        self.limit = max(0, limit)
+    }
+
+    // MARK: Queries
+
+    /// Jobs waiting to start.
+    var queuedJobCount: Int { jobs.values.lazy.filter { $0.state == .queued }.count }
+    /// Jobs running.
+    var runningJobCount: Int { running.count }
+    /// Tickets not yet resolved.
+    var pendingTicketCount: Int { tickets.count }
+    /// Whether nothing is queued, running or blocked.
+    var isIdle: Bool { tickets.isEmpty && jobs.isEmpty }
+
+    /// The job a ticket is part of, if it is queued or running.
+    func job(of ticket: ID) -> ID? {
+        if case .waiting(let job) = tickets[ticket] { return job }
+        return nil
+    }
+
+    /// The tickets waiting for a job.
+    func waiters(of job: ID) -> [ID] { jobs[job]?.waiters ?? [] }
+
+    /// The priority a job runs at.
+    func priority(of job: ID) -> Priority? { jobs[job]?.priority }
+
+    /// Whether the ticket is known and unresolved.
+    func isPending(_ ticket: ID) -> Bool { tickets[ticket] != nil }
+
+    // MARK: Events
+
+    /// Adds a ticket.
+    mutating func enqueue(_ entry: Entry) -> [Action] {
+        precondition(tickets[entry.id] == nil, "ticket \(entry.id) enqueued twice")
+        let pending = Set(entry.dependencies.filter { tickets[$0] != nil })
+        if !pending.isEmpty {
+            tickets[entry.id] = .blocked(entry, remaining: pending)
+            for dependency in pending { dependents[dependency, default: []].append(entry.id) }
+            return []
+        }
+        var actions = admit(entry)
+        actions += pump()
+        return actions
+    }
+
+    /// A running job ended.
+    mutating func finish(job id: ID, outcome: Outcome) -> [Action] {
+        guard let job = jobs.removeValue(forKey: id) else { return pump() }
+        running.remove(id)
+        if let key = job.key, byKey[key] == id { byKey[key] = nil }
+        var actions: [Action] = []
+        if !job.waiters.isEmpty {
+            actions.append(.resolve(job: id, tickets: job.waiters, outcome))
+        }
+        for ticket in job.waiters {
+            tickets[ticket] = nil
+            actions += settle(ticket, outcome: outcome)
+        }
+        actions += pump()
+        return actions
+    }
+
+    /// One caller gives up. The job goes on while other tickets wait for it.
+    mutating func cancel(_ ticket: ID) -> [Action] {
+        var actions = cancelTicket(ticket)
+        actions += pump()
+        return actions
+    }
+
+    /// Cancels every ticket in `category`, queued, blocked or running.
+    mutating func cancel(category: OperationCategory) -> [Action] {
+        let victims = tickets.compactMap { id, state -> ID? in
+            switch state {
+            case .blocked(let entry, _): return entry.category == category ? id : nil
+            case .waiting(let job): return jobs[job]?.category == category ? id : nil
+            }
+        }
+        return cancelMany(victims)
+    }
+
+    /// Cancels every ticket.
+    mutating func cancelAll() -> [Action] {
+        cancelMany(Array(tickets.keys))
+    }
+
+    /// Queued jobs in `category` stop starting. Running ones go on.
+    mutating func pause(category: OperationCategory) -> [Action] {
+        paused.insert(category)
+        return []
+    }
+
+    /// Jobs in `category` may start again.
+    mutating func resume(category: OperationCategory) -> [Action] {
+        paused.remove(category)
+        return pump()
+    }
+
+    /// Changes how many jobs may run at once. Lowering it stops nothing that runs.
+    mutating func setLimit(_ newLimit: Int) -> [Action] {
+        limit = max(0, newLimit)
+        return pump()
+    }
+
+    /// Cancels every ticket whose exit policy is `.cancel`. `.finish` tickets go on.
+    mutating func shutdown() -> [Action] {
+        isShuttingDown = true
+        let victims = tickets.compactMap { id, state -> ID? in
+            switch state {
+            case .blocked(let entry, _):
+                return entry.exitPolicy == .cancel ? id : nil
+            case .waiting(let job):
+                return jobs[job]?.exitPolicies[id] == .cancel ? id : nil
+            }
+        }
+        return cancelMany(victims)
+    }
+
+    // MARK: Internals
+
+    private mutating func cancelMany(_ victims: [ID]) -> [Action] {
+        var actions: [Action] = []
+        // Victims that depend on other victims are cancelled too, not failed as dependents.
+        cancelling = Set(victims)
+        defer { cancelling = [] }
+        for id in victims.sorted() where tickets[id] != nil {
+            actions += cancelTicket(id)
+        }
+        actions += pump()
+        return actions
+    }
+
+    private mutating func cancelTicket(_ id: ID) -> [Action] {
+        guard let state = tickets.removeValue(forKey: id) else { return [] }
+        var actions: [Action] = [.cancelled(id)]
+        switch state {
+        case .blocked(_, let remaining):
+            for dependency in remaining { dependents[dependency]?.removeAll { $0 == id } }
+        case .waiting(let jobID):
+            guard var job = jobs[jobID] else { break }
+            job.waiters.removeAll { $0 == id }
+            job.exitPolicies[id] = nil
+            if job.waiters.isEmpty {
+                if let key = job.key, byKey[key] == jobID { byKey[key] = nil }
+                switch job.state {
+                case .queued:
+                    jobs[jobID] = nil
+                case .running:
+                    // Keep it counted as running until its task really ends.
+                    job.key = nil
+                    jobs[jobID] = job
+                    actions.append(.abort(job: jobID))
+                }
+            } else {
+                jobs[jobID] = job
+            }
+        }
+        actions += settle(id, outcome: .cancelled)
+        return actions
+    }
+
+    /// A ticket resolved: release or fail the tickets that depend on it.
+    private mutating func settle(_ id: ID, outcome: Outcome) -> [Action] {
+        guard let waiting = dependents.removeValue(forKey: id) else { return [] }
+        var actions: [Action] = []
+        for dependent in waiting where !cancelling.contains(dependent) {
+            guard case .blocked(let entry, var remaining) = tickets[dependent] else { continue }
+            if outcome == .succeeded {
+                remaining.remove(id)
+                if remaining.isEmpty {
+                    tickets[dependent] = nil
+                    actions += admit(entry)
+                } else {
+                    tickets[dependent] = .blocked(entry, remaining: remaining)
+                }
+            } else {
+                tickets[dependent] = nil
+                for other in remaining where other != id { dependents[other]?.removeAll { $0 == dependent } }
+                actions.append(.dependencyFailed(dependent, cause: id))
+                actions += settle(dependent, outcome: .failed)
+            }
+        }
+        return actions
+    }
+
+    /// A ready ticket joins a matching job or makes a new queued one.
+    private mutating func admit(_ entry: Entry) -> [Action] {
+        if let key = entry.coalescingKey, let jobID = byKey[key], var job = jobs[jobID] {
+            job.waiters.append(entry.id)
+            job.exitPolicies[entry.id] = entry.exitPolicy
+            tickets[entry.id] = .waiting(job: jobID)
+            var actions: [Action] = [.coalesced(entry.id, into: jobID)]
+            if entry.priority > job.priority {
+                actions.append(.promoted(job: jobID, from: job.priority, to: entry.priority))
+                job.priority = entry.priority
+                if job.state == .queued { queues[entry.priority.rawValue].append(jobID) }
+            }
+            jobs[jobID] = job
+            return actions
+        }
+        jobs[entry.id] = Job(
+            priority: entry.priority,
+            category: entry.category,
+            key: entry.coalescingKey,
+            waiters: [entry.id],
+            exitPolicies: [entry.id: entry.exitPolicy],
+            state: .queued
+        )
+        tickets[entry.id] = .waiting(job: entry.id)
+        if let key = entry.coalescingKey { byKey[key] = entry.id }
+        queues[entry.priority.rawValue].append(entry.id)
+        return []
+    }
+
+    /// Starts jobs while there is room.
+    private mutating func pump() -> [Action] {
+        var actions: [Action] = []
+        while running.count < limit, let next = popNext() {
+            jobs[next]?.state = .running
+            running.insert(next)
+            actions.append(.start(job: next))
+        }
+        return actions
+    }
+
+    private mutating func popNext() -> ID? {
+        for priority in Priority.allCases.reversed() {
+            let index = priority.rawValue
+            // Drop stale heads cheaply, then scan past paused categories.
+            while let head = queues[index].first, !isLive(head, at: priority) {
+                queues[index].removeFirst()
+            }
+            var position = queues[index].startIndex
+            while position < queues[index].endIndex {
+                let id = queues[index][position]
+                if !isLive(id, at: priority) {
+                    queues[index].remove(at: position)
+                    continue
+                }
+                if let job = jobs[id], !paused.contains(job.category) {
+                    queues[index].remove(at: position)
+                    return id
+                }
+                position += 1
+            }
+        }
+        return nil
+    }
+
+    private func isLive(_ id: ID, at priority: Priority) -> Bool {
+        guard let job = jobs[id] else { return false }
+        return job.state == .queued && job.priority == priority
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+
+/// Moves one HTTP exchange over some medium: URLSession, AsyncHTTPClient, files,
+/// or a simulated link.
+///
+/// Transports are deliberately dumb. They send exactly the request they are
+/// given and stream back exactly what arrives. The ``NetworkController`` does
+/// the rest, the same way for every transport: redirects (at most 10, secrets
+/// dropped across origins, https→http refused), the body size limit, timeouts,
+/// progress and transfer samples.
+///
+/// Contract:
+/// - `send` returns as soon as the response head is known; the body follows in
+///   ``TransportResponse/body``.
+/// - Never follow redirects: return 3xx responses as they are.
+/// - Stop the transfer (and release the connection) when the caller stops
+///   iterating the body or the calling task is cancelled.
+/// - Report failures as ``DepotError`` with code `.offline` (refused, DNS,
+///   unreachable), `.connectionLost` (reset, truncated), `.timedOut` or `.cancelled`.
+public protocol Transport: Sendable {
+    /// Sends `request` and returns once the response head has arrived.
+    func send(_ request: TransportRequest) async throws -> TransportResponse
+
+    /// Releases the transport's resources. Called by ``NetworkController/shutdown(grace:)``.
+    func shutdown() async
+}
+
+extension Transport {
+    public func shutdown() async {}
+}
+
+/// One request as a transport sees it: everything resolved and encoded.
+public struct TransportRequest: Sendable {
+    /// The absolute URL.
+    public var url: URL
+    /// The method.
+    public var method: HTTPMethod
+    /// Every header to send.
+    public var headers: HTTPHeaders
+    /// The encoded body.
+    public var body: Data?
+    /// The idle timeout; transports may use it as a backstop of their own.
+    public var timeout: Duration
+    /// The body size limit. Transports that cannot pace reading by the consumer
+    /// (URLSession) stop receiving past it, so an endless body cannot fill memory.
+    public var maximumBodySize: Int?
+
+    /// Makes a request.
+    public init(url: URL, method: HTTPMethod = .get, headers: HTTPHeaders = [:], body: Data? = nil, timeout: Duration = Timeout.default.idle, maximumBodySize: Int? = nil) {
+        self.url = url
+        self.method = method
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+        self.maximumBodySize = maximumBodySize
+    }
+}
+
+/// A response head and its streaming body.
+public struct TransportResponse: Sendable {
+    /// The status code.
+    public var status: Int
+    /// The headers.
+    public var headers: HTTPHeaders
+    /// The body, in chunks as they arrive.
+    public var body: ResponseBody
+
+    /// Makes a response.
+    public init(status: Int, headers: HTTPHeaders = [:], body: ResponseBody) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The `Content-Length`, when present and valid.
+    public var expectedLength: Int64? {
+        headers["Content-Length"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+    }
+}
+
+/// A response body as an asynchronous sequence of chunks.
+///
+/// The transfer stops (and its connection is released) as soon as the body is
+/// abandoned: when ``cancel()`` is called, or when the last copy of the body and
+/// its iterators are released before the end. Transports do not have to rely on
+/// the consumer reading to the end.
+public struct ResponseBody: AsyncSequence, Sendable {
+    public typealias Element = Data
+    public typealias Failure = any Error
+
+    private let stream: AsyncThrowingStream<Data, any Error>
+    private let stopper: Stopper?
+
+    /// A body fed by a transport through a continuation.
+    ///
+    /// - Parameter onTermination: Called once when the consumer abandons the body,
+    ///   and also after a normal end. Stop the transfer here.
+    public static func makeStream(
+        bufferingPolicy: AsyncThrowingStream<Data, any Error>.Continuation.BufferingPolicy = .unbounded,
+        onTermination: @escaping @Sendable () -> Void = {}
+    ) -> (body: ResponseBody, continuation: AsyncThrowingStream<Data, any Error>.Continuation) {
+        let (stream, continuation) = AsyncThrowingStream<Data, any Error>.makeStream(bufferingPolicy: bufferingPolicy)
+        let stopper = Stopper {
+            continuation.finish(throwing: DepotError(.cancelled))
+            onTermination()
+        }
+        // Weak: the producer holds the continuation, and must not keep the stopper alive.
+        continuation.onTermination = { [weak stopper] _ in stopper?.stop() }
+        return (ResponseBody(stream: stream, stopper: stopper), continuation)
+    }
+
+    /// A body that is already in memory.
+    public init(data: Data) {
+        let (stream, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+        if !data.isEmpty { continuation.yield(data) }
+        continuation.finish()
+        self.stream = stream
+        self.stopper = nil
+    }
+
+    /// A body pulled chunk by chunk: `next` is called when the consumer wants more,
+    /// and returns `nil` at the end.
+    public init(unfolding next: @escaping @Sendable () async throws -> Data?) {
+        self.stream = AsyncThrowingStream(unfolding: next)
+        self.stopper = nil
+    }
+
+    /// An empty body.
+    public static var empty: ResponseBody { ResponseBody(data: Data()) }
+
+    private init(stream: AsyncThrowingStream<Data, any Error>, stopper: Stopper?) {
+        self.stream = stream
+        self.stopper = stopper
+    }
+
+    /// Stops the transfer. Iteration ends with ``DepotError/Code/cancelled``.
+    public func cancel() {
+        stopper?.stop()
+    }
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(base: stream.makeAsyncIterator(), stopper: stopper)
+    }
+
+    /// Iterates the chunks; keeps the transfer alive while it is in use.
+    public struct Iterator: AsyncIteratorProtocol {
+        var base: AsyncThrowingStream<Data, any Error>.AsyncIterator
+        let stopper: Stopper?
+
+        public mutating func next() async throws -> Data? {
+            try await base.next()
+        }
+    }
+
+    /// Runs its action once: on `stop()` or when the last holder lets go.
+    final class Stopper: Sendable {
+        private let action = Locked<(@Sendable () -> Void)?>(nil)
+
+        init(_ action: @escaping @Sendable () -> Void) {
+            self.action.value = action
+        }
+
+        func stop() {
+            let run = action.withLock { action in
+                defer { action = nil }
+                return action
+            }
+            run?()
+        }
+
+        deinit { stop() }
+    }
+}

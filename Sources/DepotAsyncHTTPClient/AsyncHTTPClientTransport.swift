@@ -1,0 +1,156 @@
+import AsyncHTTPClient
+import Depot
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+import NIOPosix
+
+/// A ``Depot/Transport`` on AsyncHTTPClient: SwiftNIO underneath, streaming
+/// bodies, and a strong choice on Linux.
+///
+/// ```swift
+/// let transport = AsyncHTTPClientTransport()
+/// let controller = NetworkController(configuration: .init(baseURL: url, transport: transport))
+/// // ...
+/// _ = await controller.shutdown(grace: .seconds(5))   // also shuts the client down
+/// ```
+///
+/// The controller follows redirects itself, so the client must not: a transport
+/// made with ``init(configuration:)`` turns the client's own redirects off.
+public final class AsyncHTTPClientTransport: Transport {
+    /// The client requests go through.
+    public let client: HTTPClient
+    private let ownsClient: Bool
+
+    /// Makes a transport with its own client.
+    ///
+    /// - Parameter configuration: The client's configuration. Its redirect
+    ///   configuration is replaced with `.disallow`.
+    public init(configuration: HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration) {
+        var configuration = configuration
+        configuration.redirectConfiguration = .disallow
+        self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        self.ownsClient = true
+    }
+
+    /// Uses a client you own and shut down yourself. Make it with
+    /// `redirectConfiguration: .disallow`, or Depot's redirect rules cannot apply.
+    public init(client: HTTPClient) {
+        self.client = client
+        self.ownsClient = false
+    }
+
+    /// No client-side redirects, no silent connection retries, a 10 s connect timeout, 8 connections per host.
+    public static var defaultConfiguration: HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(10))
+        )
+        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 8)
+        // A refused connection must fail at once: the controller decides about offline and retries.
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return configuration
+    }
+
+    public func send(_ request: Depot.TransportRequest) async throws -> TransportResponse {
+        var outgoing = HTTPClientRequest(url: request.url.absoluteString)
+        outgoing.method = NIOHTTP1.HTTPMethod(rawValue: request.method.rawValue)
+        for field in request.headers {
+            outgoing.headers.add(name: field.name, value: field.value)
+        }
+        if let body = request.body {
+            outgoing.body = .bytes(ByteBuffer(data: body))
+        }
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(outgoing, deadline: .distantFuture)
+        } catch {
+            throw Self.map(error)
+        }
+        var headers = Depot.HTTPHeaders()
+        for (name, value) in response.headers {
+            headers.add(name: name, value: value)
+        }
+        // Pull-based: a chunk is read from the connection only when the consumer asks,
+        // so a slow consumer or an endless body cannot fill memory. Dropping the body
+        // (or cancelling the consuming task) makes AsyncHTTPClient drop the request.
+        let reader = BodyReader(response.body.makeAsyncIterator())
+        let body = ResponseBody(unfolding: { try await reader.next() })
+        return TransportResponse(status: Int(response.status.code), headers: headers, body: body)
+    }
+
+    public func shutdown() async {
+        guard ownsClient else { return }
+        try? await client.shutdown()
+    }
+
+    /// Maps AsyncHTTPClient's and SwiftNIO's errors onto Depot's codes.
+    static func map(_ error: any Error) -> DepotError {
+        if let error = error as? DepotError { return error }
+        if error is CancellationError { return DepotError(.cancelled) }
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .cancelled, .requestStreamCancelled:
+                return DepotError(.cancelled, underlying: error)
+            case .readTimeout, .writeTimeout, .deadlineExceeded, .getConnectionFromPoolTimeout:
+                return DepotError(.timedOut, underlying: error)
+            case .connectTimeout:
+                return DepotError(.offline, detail: "connect timed out", underlying: error)
+            case .remoteConnectionClosed, .bodyLengthMismatch, .contentLengthMissing:
+                return DepotError(.connectionLost, underlying: error)
+            case .invalidURL, .emptyHost, .emptyScheme:
+                return DepotError(.invalidRequest, underlying: error)
+            default:
+                return DepotError(.transport, underlying: error)
+            }
+        }
+        if error is NIOConnectionError {
+            return DepotError(.offline, underlying: error)
+        }
+        if let error = error as? ChannelError {
+            switch error {
+            case .connectTimeout: return DepotError(.offline, detail: "connect timed out", underlying: error)
+            case .ioOnClosedChannel, .outputClosed, .inputClosed, .eof, .alreadyClosed:
+                return DepotError(.connectionLost, underlying: error)
+            default: return DepotError(.transport, underlying: error)
+            }
+        }
+        if let error = error as? IOError {
+            switch error.errnoCode {
+            case ECONNREFUSED, ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL, ENETDOWN:
+                return DepotError(.offline, underlying: error)
+            case ECONNRESET, EPIPE, ECONNABORTED, ETIMEDOUT:
+                return DepotError(.connectionLost, underlying: error)
+            default:
+                return DepotError(.transport, underlying: error)
+            }
+        }
+        if error is HTTPParserError {
+            return DepotError(.connectionLost, detail: "malformed HTTP from the server", underlying: error)
+        }
+        return DepotError(.transport, underlying: error)
+    }
+}
+
+/// Reads an AsyncHTTPClient body chunk by chunk for a ``ResponseBody``.
+///
+/// `@unchecked Sendable` is sound: `AsyncThrowingStream(unfolding:)` calls `next()`
+/// only from its single consumer, one call at a time, so `iterator` is never
+/// accessed concurrently.
+private final class BodyReader: @unchecked Sendable {
+    private var iterator: HTTPClientResponse.Body.AsyncIterator
+
+    init(_ iterator: HTTPClientResponse.Body.AsyncIterator) {
+        self.iterator = iterator
+    }
+
+    func next() async throws -> Data? {
+        do {
+            guard let buffer = try await iterator.next() else { return nil }
+            return Data(buffer: buffer, byteTransferStrategy: .noCopy)
+        } catch {
+            throw AsyncHTTPClientTransport.map(error)
+        }
+    }
+}

@@ -1,0 +1,45 @@
+@testable import Depot
+import Foundation
+import Testing
+
+@Suite struct DepotErrorTests {
+    @Test func describesAServerFailureInOneSentence() {
+        let error = DepotError.status(503, body: Data("maintenance".utf8), operation: "FetchTimeline")
+        #expect(error.code == .server)
+        #expect(error.description == #"FetchTimeline failed: server answered 503 Service Unavailable (body: "maintenance")"#)
+    }
+
+    @Test func mapsStatusesByDefault() {
+        #expect(DepotError.status(401).code == .unauthorized)
+        #expect(DepotError.status(403).code == .unauthorized)
+        #expect(DepotError.status(404).code == .notFound)
+        #expect(DepotError.status(500).code == .server)
+        #expect(DepotError.status(599).code == .server)
+        #expect(DepotError.status(409).code == .unexpectedStatus)
+        #expect(DepotError.status(302).code == .unexpectedStatus)
+    }
+
+    @Test func excerptIsShortAndClean() {
+        let body = Data(("line one\nline two\t" + String(repeating: "x", count: 500)).utf8)
+        let excerpt = try! #require(DepotError.excerpt(of: body))
+        #expect(excerpt.count == 200)
+        #expect(!excerpt.contains("\n"))
+        #expect(DepotError.excerpt(of: Data()) == nil)
+    }
+
+    @Test func keepsTheUnderlyingError() {
+        let cause = URLError(.cannotConnectToHost)
+        let error = URLSessionTransport.map(cause)
+        #expect(error.code == .offline)
+        #expect((error.underlying as? URLError)?.code == .cannotConnectToHost)
+        let dependent = DepotError(.dependencyFailed, operation: "Sync", underlying: DepotError.status(401, operation: "Login"))
+        #expect(dependent.description == "Sync failed: a dependency failed: Login failed: server answered 401 Unauthorized")
+    }
+
+    @Test func wrapsForeignErrors() {
+        struct Oops: Error {}
+        #expect(DepotError.wrap(CancellationError(), operation: "A", fallback: .processing).code == .cancelled)
+        #expect(DepotError.wrap(Oops(), operation: "A", fallback: .processing).code == .processing)
+        #expect(DepotError.wrap(DepotError(.offline), operation: "A", fallback: .processing).operation == "A")
+    }
+}

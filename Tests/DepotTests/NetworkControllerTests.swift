@@ -1,0 +1,400 @@
+@testable import Depot
+import DepotAsyncHTTPClient
+import DepotTesting
+import Foundation
+import Logging
+import Testing
+
+@Suite struct NetworkControllerTests {
+    // MARK: Completion delivery
+
+    @MainActor
+    final class CompletionRecorder {
+        var calls: [String: Int] = [:]
+        var enqueueReturned = false
+        var onCall: () -> Void = {}
+
+        func record(_ name: String) -> @MainActor @Sendable (Result<Hello, DepotError>) -> Void {
+            { _ in
+                MainActor.assertIsolated()
+                #expect(self.enqueueReturned, "completion for \(name) ran before enqueue returned")
+                self.calls[name, default: 0] += 1
+                self.onCall()
+            }
+        }
+    }
+
+    @MainActor
+    @Test func completionRunsOnMainActorAsynchronouslyExactlyOnce() async throws {
+        try await withServer { server in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
+                let recorder = CompletionRecorder()
+                let expected = ["ok", "coalesced", "notFound", "cancelled", "dependent", "badPath"]
+                await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                    recorder.onCall = {
+                        if recorder.calls.values.reduce(0, +) == expected.count { done.resume() }
+                    }
+                    controller.enqueue(FetchHello(path: "/gated/a"), completion: recorder.record("ok"))
+                    controller.enqueue(FetchHello(path: "/gated/a"), completion: recorder.record("coalesced"))
+                    let missing = controller.enqueue(FetchHello(path: "/status/404"), completion: recorder.record("notFound"))
+                    controller.enqueue(FetchHello(path: "/hang"), completion: recorder.record("cancelled")).cancel()
+                    controller.enqueue(FetchHello(), after: [missing], completion: recorder.record("dependent"))
+                    controller.enqueue(FetchHello(path: "http://bad host/"), completion: recorder.record("badPath"))
+                    recorder.enqueueReturned = true
+                    server.gates.open("a")
+                }
+                // Every completion exactly once, also after the queue drained.
+                await controller.waitUntilIdle()
+                await Task.yield()
+                #expect(recorder.calls == Dictionary(uniqueKeysWithValues: expected.map { ($0, 1) }))
+            }
+        }
+    }
+
+    @Test func performReturnsTheOutputAndThrowsDepotErrors() async throws {
+        try await withServer { server in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
+                let output = try await controller.perform(FetchHello())
+                #expect(output.message == "hello")
+                await #expect(throws: DepotError.self) { _ = try await controller.perform(FetchHello(path: "/status/500")) }
+            }
+        }
+    }
+
+    @Test func cancellingThePerformingTaskCancelsTheOperation() async throws {
+        try await withServer { server in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
+                let events = controller.events
+                let task = Task { try await controller.perform(FetchHello(path: "/hang")) }
+                for await event in events {
+                    if case .started = event.kind { break }
+                }
+                task.cancel()
+                let result = await task.result
+                #expect((result.failureValue as? DepotError)?.code == .cancelled)
+                await controller.waitUntilIdle()
+                #expect(controller.activity.running == 0)
+            }
+        }
+    }
+
+    // MARK: Coalescing and promotion
+
+    @Test func fiveIdenticalRefreshesSendOneRequest() async throws {
+        try await withServer { server in
+            try await withController(AsyncHTTPClientTransport(), baseURL: server.baseURL) { controller in
+                let events = controller.events
+                let results = try await withThrowingTaskGroup(of: Hello.self) { group in
+                    for _ in 0..<5 { group.addTask { try await controller.perform(FetchHello(path: "/gated/refresh")) } }
+                    var coalesced = 0
+                    for await event in events {
+                        if case .coalesced = event.kind { coalesced += 1 }
+                        if coalesced == 4 { break }
+                    }
+                    server.gates.open("refresh")
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                #expect(results == Array(repeating: Hello(message: "hello"), count: 5))
+                #expect(server.count("/gated/refresh") == 1)
+            }
+        }
+    }
+
+    @Test func mutationsAreNeverCoalesced() async throws {
+        try await withServer { server in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
+                async let first = controller.perform(PostEcho(text: "a"))
+                async let second = controller.perform(PostEcho(text: "a"))
+                _ = try await (first, second)
+                #expect(server.count("/echo/body") == 2)
+            }
+        }
+    }
+
+    @Test func moreUrgentDuplicatePromotesTheQueuedOne() async throws {
+        try await withServer { server in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.concurrencyLimit = 1 }) { controller in
+                let events = controller.events
+                let blocker = controller.enqueue(FetchHello(path: "/gated/slot"))
+                let avatar = controller.enqueue(FetchHello(path: "/hello?avatar", priority: .veryLow))
+                let other = controller.enqueue(FetchHello(path: "/hello?other", priority: .normal))
+                let urgent = controller.enqueue(FetchHello(path: "/hello?avatar", priority: .high))
+                server.gates.open("slot")
+                var started: [Ticket.ID] = []
+                var promoted = false
+                for await event in events {
+                    switch event.kind {
+                    case .started: started.append(event.ticket)
+                    case .promoted(let from, let to): promoted = from == .veryLow && to == .high
+                    default: break
+                    }
+                    if started.count == 4 { break }  // blocker, then avatar+urgent together, then other
+                }
+                #expect(promoted)
+                #expect(started.first == blocker.id)
+                let avatarStart = try #require(started.firstIndex(of: avatar.id))
+                #expect(started.firstIndex(of: urgent.id) != nil)
+                #expect(avatarStart < started.firstIndex(of: other.id)!)
+            }
+        }
+    }
+
+    // MARK: Dependencies
+
+    @Test func dependencyFailureCarriesTheCause() async throws {
+        try await withServer { server in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
+                let login = controller.enqueue(FetchHello(path: "/status/401"))
+                let error = await DepotError.from { _ = try await controller.perform(FetchHello(), after: [login]) }
+                #expect(error?.code == .dependencyFailed)
+                #expect((error?.underlying as? DepotError)?.code == .unauthorized)
+                #expect(error?.description.contains("401 Unauthorized") == true)
+                // A dependency that already failed fails the dependent at once.
+                let again = await DepotError.from { _ = try await controller.perform(FetchHello(), after: [login]) }
+                #expect(again?.code == .dependencyFailed)
+                #expect(server.count("/hello") == 0)
+            }
+        }
+    }
+
+    @Test func dependentsRunAfterTheirDependenciesSucceed() async throws {
+        try await withServer { server in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
+                let events = controller.events
+                let first = controller.enqueue(FetchHello(path: "/gated/first"))
+                let second = controller.enqueue(FetchHello(path: "/hello?second"), after: [first])
+                #expect(controller.activity.blocked == 1)
+                server.gates.open("first")
+                var order: [Ticket.ID] = []
+                for await event in events {
+                    if case .finished = event.kind { order.append(event.ticket) }
+                    if order.count == 2 { break }
+                }
+                #expect(order == [first.id, second.id])
+            }
+        }
+    }
+
+    // MARK: Central control
+
+    @Test func pauseResumeAndCancelByCategory() async throws {
+        try await withServer { server in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
+                controller.pause(category: .images)
+                #expect(controller.pausedCategories == [.images])
+                let image = controller.enqueue(FetchHello(path: "/hello?image", category: .images))
+                let doomed = controller.enqueue(FetchHello(path: "/hello?doomed", category: .images))
+                let output = try await controller.perform(FetchHello())
+                #expect(output.message == "hello")
+                #expect(controller.activity.queued == 2)
+                #expect(!image.isFinished)
+                doomed.cancel()
+                controller.resume(category: .images)
+                await controller.waitUntilIdle()
+                #expect(image.outcome == .succeeded)
+                #expect(doomed.outcome == .cancelled)
+                #expect(server.count("/hello") == 2)
+
+                let hung = controller.enqueue(FetchHello(path: "/hang", category: .images))
+                let bystander = controller.enqueue(FetchHello(path: "/gated/bystander"))
+                controller.cancel(category: .images)
+                server.gates.open("bystander")
+                await controller.waitUntilIdle()
+                #expect(hung.outcome == .cancelled)
+                #expect(bystander.outcome == .succeeded)
+            }
+        }
+    }
+
+    @Test func changingTheLimitStartsQueuedWork() async throws {
+        try await withServer { server in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.concurrencyLimit = 0 }) { controller in
+                let tickets = (0..<3).map { controller.enqueue(FetchHello(path: "/hello?\($0)")) }
+                #expect(controller.activity.queued == 3)
+                controller.concurrencyLimit = 2
+                #expect(controller.concurrencyLimit == 2)
+                await controller.waitUntilIdle()
+                #expect(tickets.allSatisfy { $0.outcome == .succeeded })
+            }
+        }
+    }
+
+    @Test func cancelAllCancelsEverything() async throws {
+        try await withServer { server in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.concurrencyLimit = 1 }) { controller in
+                let tickets = (0..<4).map { controller.enqueue(FetchHello(path: "/hang?\($0)")) }
+                controller.cancelAll()
+                await controller.waitUntilIdle()
+                #expect(tickets.allSatisfy { $0.outcome == .cancelled })
+            }
+        }
+    }
+
+    // MARK: Shutdown
+
+    @Test func shutdownLetsAPostFinishAndCancelsTheRest() async throws {
+        try await withServer { server in
+            let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil))
+            let events = controller.events
+            let post = controller.enqueue(PostEcho(path: "/gated/post", text: "must arrive", exitPolicy: .finish))
+            let avatars = (0..<3).map { controller.enqueue(FetchHello(path: "/hang?\($0)", category: .images)) }
+            let shutdown = Task { await controller.shutdown(grace: .seconds(30)) }
+            var cancelled = 0
+            for await event in events {
+                if case .cancelled = event.kind { cancelled += 1 }
+                if cancelled == 3 { break }
+            }
+            #expect(!post.isFinished)
+            server.gates.open("post")
+            let report = await shutdown.value
+            #expect(report.finished == 1)
+            #expect(report.cancelled == 3)
+            #expect(!report.graceExpired)
+            #expect(post.outcome == .succeeded)
+            #expect(avatars.allSatisfy { $0.outcome == .cancelled })
+            #expect(server.count("/gated/post") == 1)
+
+            let late = await DepotError.from { _ = try await controller.perform(FetchHello()) }
+            #expect(late?.code == .shutDown)
+        }
+    }
+
+    @Test func shutdownCancelsFinishWorkWhenGraceRunsOut() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedTransport { _ in
+            try await clock.sleep(for: .seconds(1_000_000))  // until cancelled
+            return TransportResponse(status: 200, body: .empty)
+        }
+        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://depot.test")!, transport: transport, clock: clock, notificationCenter: nil))
+        let post = controller.enqueue(PostEcho(text: "slow", exitPolicy: .finish))
+        let shutdown = Task { await controller.shutdown(grace: .seconds(5)) }
+        // The post's transfer, its watchdog and the grace period all wait on the clock.
+        await clock.sleepers(atLeast: 3)
+        clock.advance(by: .seconds(4))
+        #expect(!post.isFinished)
+        clock.advance(by: .seconds(1))
+        let report = await shutdown.value
+        #expect(report.graceExpired)
+        #expect(report.cancelled == 1)
+        #expect(post.outcome == .cancelled)
+    }
+
+    @Test func shutdownTwiceReturnsTheSameReport() async throws {
+        let controller = NetworkController(configuration: .init(transport: FileTransport(), notificationCenter: nil))
+        let first = await controller.shutdown(grace: .zero)
+        let second = await controller.shutdown(grace: .zero)
+        #expect(first == second)
+        #expect(controller.isShutDown)
+    }
+
+    // MARK: Events, notifications, logs
+
+    @Test func eventsTellTheWholeStory() async throws {
+        try await withServer { server in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
+                let events = controller.events
+                let ticket = controller.enqueue(FetchHello())
+                var kinds: [String] = []
+                for await event in events where event.ticket == ticket.id {
+                    switch event.kind {
+                    case .enqueued(let priority, let category):
+                        #expect(priority == .normal && category == .default)
+                        kinds.append("enqueued")
+                    case .started(let attempt): kinds.append("started\(attempt)")
+                    case .progress: if kinds.last != "progress" { kinds.append("progress") }
+                    case .finished(let finished):
+                        #expect(finished.status == 200)
+                        #expect(finished.bytes == 19)
+                        #expect(finished.sample?.bytes == 19)
+                        kinds.append("finished")
+                    default: kinds.append("\(event.kind)")
+                    }
+                    if kinds.last == "finished" { break }
+                }
+                #expect(kinds == ["enqueued", "started1", "progress", "finished"])
+            }
+        }
+    }
+
+    @Test func eventsArePostedAsNotifications() async throws {
+        try await withServer { server in
+            let center = NotificationCenter()
+            let seen = Locked<[(Notification.Name, String, Ticket.ID)]>([])
+            let names: [Notification.Name] = [.depotOperationEnqueued, .depotOperationStarted, .depotOperationFinished, .depotOperationFailed]
+            let observers = names.map { name in
+                center.addObserver(forName: name, object: nil, queue: nil) { note in
+                    let event = note.userInfo?[NetworkEvent.UserInfoKey.event] as? NetworkEvent
+                    let operation = note.userInfo?[NetworkEvent.UserInfoKey.operation] as? String ?? ""
+                    if let event { seen.withLock { $0.append((note.name, operation, event.ticket)) } }
+                }
+            }
+            defer { observers.forEach(center.removeObserver) }
+            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.notificationCenter = center }) { controller in
+                _ = try await controller.perform(FetchHello())
+                _ = try? await controller.perform(FetchHello(path: "/status/404"))
+            }
+            let recorded = seen.value
+            #expect(recorded.map(\.0) == [.depotOperationEnqueued, .depotOperationStarted, .depotOperationFinished, .depotOperationEnqueued, .depotOperationStarted, .depotOperationFailed])
+            #expect(recorded.allSatisfy { $0.1 == "FetchHello" })
+        }
+    }
+
+    @Test func logsCarryMetadataAndNeverSecrets() async throws {
+        let sink = LogSink()
+        var logger = Logger(label: "depot.test") { _ in sink }
+        logger.logLevel = .trace
+        try await withServer { server in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: {
+                $0.logger = logger
+                $0.adapters = [Credentials.bearer("s3cret-token", for: server.baseURL), DefaultHeaders(["Cookie": "session=hunter2"])]
+            }) { controller in
+                _ = try await controller.perform(FetchRaw(url: server.url(.echoHeaders)))
+            }
+        }
+        let lines = sink.lines
+        #expect(lines.contains { $0.contains("finished") && $0.contains("depot.operation=FetchRaw") && $0.contains("http.status=200") })
+        #expect(lines.contains { $0.contains("<redacted>") })
+        #expect(!lines.contains { $0.contains("s3cret-token") || $0.contains("hunter2") })
+    }
+
+    @Test func relativePathWithoutBaseURLIsAnInvalidRequest() async throws {
+        try await withController(FileTransport()) { controller in
+            let error = await DepotError.from { _ = try await controller.perform(FetchHello()) }
+            #expect(error?.code == .invalidRequest)
+            #expect(error?.operation == "FetchHello")
+        }
+    }
+}
+
+/// A log handler that keeps every line with its metadata.
+final class LogSink: LogHandler, Sendable {
+    private let storage = Locked<[String]>([])
+    var lines: [String] { storage.value }
+
+    var logLevel: Logger.Level {
+        get { .trace }
+        set {}
+    }
+
+    var metadata: Logger.Metadata {
+        get { [:] }
+        set {}
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { nil }
+        set {}
+    }
+
+    func log(event: LogEvent) {
+        let metadata = (event.metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        storage.withLock { $0.append("\(event.level) \(event.message) \(metadata)") }
+    }
+}
+
+extension Result {
+    var failureValue: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}

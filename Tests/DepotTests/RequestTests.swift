@@ -1,0 +1,63 @@
+@testable import Depot
+import Foundation
+import Testing
+
+@Suite struct RequestTests {
+    let base = URL(string: "http://127.0.0.1:8080/api")!
+
+    @Test func resolvesPathsAgainstTheBaseURL() throws {
+        #expect(try Request.get("contacts").resolvedURL(baseURL: base).absoluteString == "http://127.0.0.1:8080/api/contacts")
+        #expect(try Request.get("/contacts").resolvedURL(baseURL: base).absoluteString == "http://127.0.0.1:8080/contacts")
+        #expect(try Request.get("http://other.test/x").resolvedURL(baseURL: base).absoluteString == "http://other.test/x")
+    }
+
+    @Test func encodesQueryItemsInOrder() throws {
+        let url = try Request.get("/contacts", query: ["page": "2", "query": "Ann & Bob"]).resolvedURL(baseURL: base)
+        #expect(url.absoluteString == "http://127.0.0.1:8080/contacts?page=2&query=Ann+%26+Bob")
+    }
+
+    @Test func keepsAnExistingQuery() throws {
+        let url = try Request.get("/timeline?since=5", query: ["limit": "20"]).resolvedURL(baseURL: base)
+        #expect(url.query == "since=5&limit=20")
+    }
+
+    @Test func relativePathNeedsABaseURL() {
+        #expect(throws: DepotError.self) { try Request.get("/x").resolvedURL(baseURL: nil) }
+    }
+
+    @Test func formBodyIsURLEncoded() throws {
+        let body = try #require(Request.post("/comments", form: ["comment": "Hi there!", "a+b": "1=1"]).body)
+        #expect(body.contentType == "application/x-www-form-urlencoded")
+        #expect(String(decoding: try body.encode(), as: UTF8.self) == "comment=Hi+there%21&a%2Bb=1%3D1")
+    }
+
+    @Test func jsonBodyIsEncodedLazily() throws {
+        struct Post: Encodable, Sendable { var text: String }
+        let body = try #require(Request.post("/posts", json: Post(text: "hello")).body)
+        #expect(body.contentType == "application/json")
+        #expect(String(decoding: try body.encode(), as: UTF8.self) == #"{"text":"hello"}"#)
+    }
+
+    @Test func headersAreCaseInsensitiveAndRedactedInDescriptions() {
+        var headers: HTTPHeaders = ["Authorization": "Bearer x", "Accept": "a"]
+        headers["accept"] = "b"
+        headers.add(name: "Set-Cookie", value: "id=1")
+        #expect(headers["ACCEPT"] == "b")
+        #expect(headers.count == 3)
+        #expect(headers.description == "Authorization: <redacted>, Accept: b, Set-Cookie: <redacted>")
+        headers["authorization"] = nil
+        #expect(!headers.contains("Authorization"))
+    }
+
+    @Test func coalescingKeysFollowTheMethodAndType() throws {
+        struct Other: NetworkOperation {
+            typealias Output = Response
+            var request: Request { .get("/hello") }
+        }
+        let url = URL(string: "http://h/hello")!
+        let a = NetworkController.coalescingKey(for: FetchHello(), method: .get, url: url)
+        let b = NetworkController.coalescingKey(for: Other(), method: .get, url: url)
+        #expect(a != nil && b != nil && a != b)
+        #expect(NetworkController.coalescingKey(for: PostEcho(text: "x"), method: .post, url: url) == nil)
+    }
+}

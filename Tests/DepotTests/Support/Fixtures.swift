@@ -1,0 +1,115 @@
+import AsyncHTTPClient
+@testable import Depot
+import DepotAsyncHTTPClient
+import Foundation
+
+/// The network transports every behaviour test runs against.
+enum TransportKind: String, CaseIterable, CustomStringConvertible, Sendable {
+    case urlSession
+    case asyncHTTPClient
+
+    func make() -> any Transport {
+        switch self {
+        case .urlSession: return URLSessionTransport()
+        case .asyncHTTPClient: return AsyncHTTPClientTransport()
+        }
+    }
+
+    var description: String { rawValue }
+}
+
+/// Runs `body` with a fresh server, and stops the server afterwards.
+func withServer<T>(
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: (TestServer) async throws -> T
+) async throws -> T {
+    let server = try await TestServer.start()
+    do {
+        let result = try await body(server)
+        await server.stop()
+        return result
+    } catch {
+        await server.stop()
+        throw error
+    }
+}
+
+/// Runs `body` with a controller on `transport` and shuts it down afterwards.
+func withController<T>(
+    isolation: isolated (any Actor)? = #isolation,
+    _ transport: any Transport,
+    baseURL: URL? = nil,
+    configure: (inout NetworkController.Configuration) -> Void = { _ in },
+    _ body: (NetworkController) async throws -> T
+) async throws -> T {
+    var configuration = NetworkController.Configuration(baseURL: baseURL, transport: transport, notificationCenter: nil)
+    configure(&configuration)
+    let controller = NetworkController(configuration: configuration)
+    do {
+        let result = try await body(controller)
+        _ = await controller.shutdown(grace: .zero)
+        return result
+    } catch {
+        _ = await controller.shutdown(grace: .zero)
+        throw error
+    }
+}
+
+struct Hello: Codable, Sendable, Equatable {
+    var message: String
+}
+
+/// GET a path and decode `{"message": ...}`.
+struct FetchHello: NetworkOperation {
+    typealias Output = Hello
+    var path = "/hello"
+    var priority: Priority = .normal
+    var category: OperationCategory = .default
+    var timeout: Timeout = .default
+    var exitPolicy: ExitPolicy = .cancel
+    var request: Request { .get(path) }
+}
+
+/// GET any URL and hand back the raw response.
+struct FetchRaw: NetworkOperation {
+    typealias Output = Response
+    var url: URL
+    var timeout: Timeout = .default
+    var priority: Priority = .normal
+    var category: OperationCategory = .default
+    var request: Request { .get(url) }
+}
+
+/// POST JSON to a path and decode the echo.
+struct PostEcho: NetworkOperation {
+    typealias Output = [String: String]
+    var path = "/echo/body"
+    var text: String
+    var exitPolicy: ExitPolicy = .cancel
+    var priority: Priority { .veryHigh }
+    var request: Request { .post(path, json: ["text": text]) }
+}
+
+/// A transport that answers from a closure, for rules that need no network
+/// (https → http, scripted redirects, scripted bodies).
+struct ScriptedTransport: Transport {
+    let respond: @Sendable (TransportRequest) async throws -> TransportResponse
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        try await respond(request)
+    }
+}
+
+extension DepotError {
+    /// The error a test expected, or a failure description.
+    static func from(_ body: () async throws -> Void) async -> DepotError? {
+        do {
+            try await body()
+            return nil
+        } catch let error as DepotError {
+            return error
+        } catch {
+            return DepotError(.transport, detail: "not a DepotError: \(error)")
+        }
+    }
+}

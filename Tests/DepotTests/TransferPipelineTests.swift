@@ -1,0 +1,259 @@
+@testable import Depot
+import DepotTesting
+import Foundation
+import Testing
+
+/// The transfer rules every transport shares, driven by a scripted transport
+/// and a test clock: no network, no waiting.
+@Suite struct TransferPipelineTests {
+    func pipeline(_ transport: any Transport, clock: some Clock<Duration> = ContinuousClock(), limit: Int = 1 << 20, redirects: Int = 10) -> TransferPipeline {
+        TransferPipeline(transport: transport, timebase: Timebase(clock), maximumBodySize: limit, redirectLimit: redirects)
+    }
+
+    func redirect(_ status: Int = 302, to location: String) -> TransportResponse {
+        TransportResponse(status: status, headers: ["Location": location], body: .empty)
+    }
+
+    func ok(_ text: String = "ok") -> TransportResponse {
+        TransportResponse(status: 200, headers: ["Content-Length": "\(text.utf8.count)"], body: ResponseBody(data: Data(text.utf8)))
+    }
+
+    @Test func refusesHTTPSToHTTPRedirect() async throws {
+        let transport = ScriptedTransport { request in
+            request.url.scheme == "https" ? redirect(to: "http://example.test/plain") : ok()
+        }
+        let request = TransportRequest(url: URL(string: "https://example.test/secure")!)
+        let error = await DepotError.from { _ = try await pipeline(transport).run(request, timeout: .default) { _ in } }
+        #expect(error?.code == .insecureRedirect)
+        #expect(error?.description.contains("https://example.test/secure") == true)
+    }
+
+    @Test func allowsHTTPToHTTPSRedirect() async throws {
+        let transport = ScriptedTransport { request in
+            request.url.scheme == "http" ? redirect(301, to: "https://example.test/") : ok("secure")
+        }
+        let result = try await pipeline(transport).run(TransportRequest(url: URL(string: "http://example.test/")!), timeout: .default) { _ in }
+        #expect(result.response.text == "secure")
+        #expect(result.response.url.absoluteString == "https://example.test/")
+    }
+
+    @Test func dropsCredentialsWhenTheOriginChangesAndKeepsThemOtherwise() async throws {
+        let seen = Locked<[String: HTTPHeaders]>([:])
+        let transport = ScriptedTransport { request in
+            seen.withLock { $0[request.url.absoluteString] = request.headers }
+            switch request.url.path {
+            case "/start": return redirect(to: "/same")
+            case "/same": return redirect(307, to: "http://other.test:81/elsewhere")
+            default: return ok()
+            }
+        }
+        var request = TransportRequest(url: URL(string: "http://api.test/start")!)
+        request.headers = ["Authorization": "Bearer s3cret", "Cookie": "session=1", "Accept": "application/json"]
+        _ = try await pipeline(transport).run(request, timeout: .default) { _ in }
+        let same = seen.value["http://api.test/same"]
+        #expect(same?["Authorization"] == "Bearer s3cret")
+        #expect(same?["Cookie"] == "session=1")
+        let other = seen.value["http://other.test:81/elsewhere"]
+        #expect(other?["Authorization"] == nil)
+        #expect(other?["Cookie"] == nil)
+        #expect(other?["Accept"] == "application/json")
+    }
+
+    @Test func aPortChangeIsAnOriginChange() {
+        #expect(Origin(URL(string: "http://a.test/")!) == Origin(URL(string: "http://A.test:80/x")!))
+        #expect(Origin(URL(string: "http://a.test:8080/")!) != Origin(URL(string: "http://a.test:8081/")!))
+        #expect(Origin(URL(string: "https://a.test/")!) != Origin(URL(string: "http://a.test/")!))
+    }
+
+    @Test func capsRedirectsAtTheLimit() async throws {
+        let hops = Locked(0)
+        let transport = ScriptedTransport { request in
+            hops.withLock { $0 += 1 }
+            return redirect(to: "/again")
+        }
+        let error = await DepotError.from { _ = try await pipeline(transport).run(TransportRequest(url: URL(string: "http://a.test/")!), timeout: .default) { _ in } }
+        #expect(error?.code == .tooManyRedirects)
+        #expect(hops.value == 11)  // the original request and 10 redirects
+    }
+
+    @Test func followsExactlyTenRedirects() async throws {
+        let transport = ScriptedTransport { request in
+            let n = Int(request.url.lastPathComponent) ?? 0
+            return n < 10 ? redirect(to: "/\(n + 1)") : ok("arrived")
+        }
+        let result = try await pipeline(transport).run(TransportRequest(url: URL(string: "http://a.test/0")!), timeout: .default) { _ in }
+        #expect(result.response.text == "arrived")
+    }
+
+    @Test func seeOtherTurnsPostIntoGetWithoutBody() async throws {
+        let seen = Locked<[TransportRequest]>([])
+        let transport = ScriptedTransport { request in
+            seen.withLock { $0.append(request) }
+            return request.url.path == "/posts" ? redirect(303, to: "/posts/1") : ok()
+        }
+        var request = TransportRequest(url: URL(string: "http://a.test/posts")!, method: .post, body: Data("{}".utf8))
+        request.headers["Content-Type"] = "application/json"
+        _ = try await pipeline(transport).run(request, timeout: .default) { _ in }
+        let second = try #require(seen.value.last)
+        #expect(second.method == .get)
+        #expect(second.body == nil)
+        #expect(second.headers["Content-Type"] == nil)
+    }
+
+    @Test func temporaryRedirectKeepsMethodAndBody() async throws {
+        let seen = Locked<[TransportRequest]>([])
+        let transport = ScriptedTransport { request in
+            seen.withLock { $0.append(request) }
+            return request.url.path == "/a" ? redirect(307, to: "/b") : ok()
+        }
+        _ = try await pipeline(transport).run(TransportRequest(url: URL(string: "http://a.test/a")!, method: .put, body: Data("x".utf8)), timeout: .default) { _ in }
+        #expect(seen.value.last?.method == .put)
+        #expect(seen.value.last?.body == Data("x".utf8))
+    }
+
+    @Test func redirectLimitZeroHandsBackTheRedirect() async throws {
+        let transport = ScriptedTransport { _ in redirect(to: "/elsewhere") }
+        let result = try await pipeline(transport, redirects: 0).run(TransportRequest(url: URL(string: "http://a.test/")!), timeout: .default) { _ in }
+        #expect(result.response.status == 302)
+    }
+
+    @Test func rejectsADeclaredLengthOverTheLimitBeforeReading() async throws {
+        let transport = ScriptedTransport { _ in
+            TransportResponse(status: 200, headers: ["Content-Length": "2000"], body: ResponseBody(unfolding: {
+                Issue.record("the body must not be read")
+                return nil
+            }))
+        }
+        let error = await DepotError.from { _ = try await pipeline(transport, limit: 1000).run(TransportRequest(url: URL(string: "http://a.test/")!), timeout: .default) { _ in } }
+        #expect(error?.code == .tooLarge)
+    }
+
+    @Test func stopsReadingAnEndlessBodyAtTheLimit() async throws {
+        let pulled = Locked(0)
+        let transport = ScriptedTransport { _ in
+            TransportResponse(status: 200, body: ResponseBody(unfolding: {
+                pulled.withLock { $0 += 1 }
+                return Data(count: 1024)
+            }))
+        }
+        let error = await DepotError.from { _ = try await pipeline(transport, limit: 10 * 1024).run(TransportRequest(url: URL(string: "http://a.test/")!), timeout: .default) { _ in } }
+        #expect(error?.code == .tooLarge)
+        #expect(pulled.value == 11)  // one chunk past the limit, then it stops
+    }
+
+    @Test func detectsATruncatedBody() async throws {
+        let transport = ScriptedTransport { _ in
+            TransportResponse(status: 200, headers: ["Content-Length": "100"], body: ResponseBody(data: Data(count: 10)))
+        }
+        let error = await DepotError.from { _ = try await pipeline(transport).run(TransportRequest(url: URL(string: "http://a.test/")!), timeout: .default) { _ in } }
+        #expect(error?.code == .connectionLost)
+        #expect(error?.detail?.contains("10 of 100") == true)
+    }
+
+    @Test func reportsProgressAndASample() async throws {
+        let clock = ManualClock()
+        let chunks = Locked(0)
+        let transport = ScriptedTransport { _ in
+            clock.advance(by: .milliseconds(100))  // time to first byte
+            return TransportResponse(status: 200, headers: ["Content-Length": "3072"], body: ResponseBody(unfolding: {
+                let n = chunks.withLock { $0 += 1; return $0 }
+                guard n <= 3 else { return nil }
+                clock.advance(by: .milliseconds(50))
+                return Data(count: 1024)
+            }))
+        }
+        let progress = Locked<[TransferProgress]>([])
+        let result = try await pipeline(transport, clock: clock).run(TransportRequest(url: URL(string: "http://a.test/")!), timeout: .default) { p in
+            progress.withLock { $0.append(p) }
+        }
+        #expect(progress.value.map(\.received) == [1024, 2048, 3072])
+        #expect(progress.value.last?.expected == 3072)
+        #expect(result.sample.bytes == 3072)
+        #expect(result.sample.timeToFirstByte == .milliseconds(100))
+        #expect(result.sample.transferDuration == .milliseconds(150))
+    }
+
+    @Test func idleTimeoutFiresOnTheInjectedClock() async throws {
+        let clock = ManualClock()
+        let (sent, signal) = AsyncStream<Void>.makeStream()
+        let transport = ScriptedTransport { _ in
+            signal.yield()
+            // A server that never answers: wait until cancelled.
+            try await clock.sleep(for: .seconds(3600))
+            return ok()
+        }
+        let task = Task {
+            await DepotError.from { _ = try await pipeline(transport, clock: clock).run(TransportRequest(url: URL(string: "http://a.test/")!), timeout: .idle(.seconds(10))) { _ in } }
+        }
+        var iterator = sent.makeAsyncIterator()
+        _ = await iterator.next()
+        await clock.sleepers(atLeast: 2)  // the silent server and the watchdog
+        clock.advance(by: .seconds(9))
+        #expect(clock.sleeperCount == 2)  // 9 s of silence is not yet a timeout
+        clock.advance(by: .seconds(1))
+        let error = await task.value
+        #expect(error?.code == .timedOut)
+        #expect(error?.detail?.contains("without a byte") == true)
+    }
+
+    @Test func idleTimeoutResetsWithEveryChunk() async throws {
+        let clock = ManualClock()
+        let origin = clock.now
+        let sent = Locked(0)
+        let transport = ScriptedTransport { _ in
+            TransportResponse(status: 200, body: ResponseBody(unfolding: {
+                let n = sent.withLock { $0 += 1; return $0 }
+                guard n <= 5 else { return nil }
+                // Chunk n arrives at t = 8n s: each gap is under the 10 s idle limit, the total is not.
+                try await clock.sleep(until: origin.advanced(by: .seconds(8 * n)))
+                return Data(count: 10)
+            }))
+        }
+        let (progress, signal) = AsyncStream<Int64>.makeStream()
+        let task = Task {
+            try await pipeline(transport, clock: clock).run(TransportRequest(url: URL(string: "http://a.test/")!), timeout: .idle(.seconds(10))) { p in
+                signal.yield(p.received)
+            }
+        }
+        var received = progress.makeAsyncIterator()
+        for n in 1...5 {
+            await clock.sleepers(atLeast: 2)  // the next chunk and the watchdog
+            clock.advance(by: .seconds(8))
+            #expect(await received.next() == Int64(10 * n))
+        }
+        let result = try await task.value
+        #expect(result.response.body.count == 50)
+    }
+
+    @Test func totalTimeoutCapsASlowDrip() async throws {
+        let clock = ManualClock()
+        let origin = clock.now
+        let sent = Locked(0)
+        let transport = ScriptedTransport { _ in
+            TransportResponse(status: 200, body: ResponseBody(unfolding: {
+                let n = sent.withLock { $0 += 1; return $0 }
+                try await clock.sleep(until: origin.advanced(by: .seconds(n)))  // one byte a second, forever
+                return Data(count: 1)
+            }))
+        }
+        let (progress, signal) = AsyncStream<Int64>.makeStream()
+        let task = Task {
+            await DepotError.from {
+                _ = try await pipeline(transport, clock: clock).run(TransportRequest(url: URL(string: "http://a.test/")!), timeout: Timeout(idle: .seconds(5), total: .seconds(30))) { p in
+                    signal.yield(p.received)
+                }
+            }
+        }
+        var received = progress.makeAsyncIterator()
+        for n in 1...29 {
+            await clock.sleepers(atLeast: 2)  // the next byte and the watchdog
+            clock.advance(by: .seconds(1))
+            #expect(await received.next() == Int64(n))
+        }
+        await clock.sleepers(atLeast: 2)
+        clock.advance(by: .seconds(1))
+        let error = await task.value
+        #expect(error?.code == .timedOut)
+        #expect(error?.detail?.contains("in total") == true)
+    }
+}
