@@ -5,6 +5,7 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// A ``Depot/Transport`` on AsyncHTTPClient: SwiftNIO underneath, streaming
 /// bodies, and a strong choice on Linux.
@@ -22,6 +23,7 @@ public final class AsyncHTTPClientTransport: Transport {
     /// The client requests go through.
     public let client: HTTPClient
     private let ownsClient: Bool
+    private let isShutDown = Atomic<Bool>(false)
 
     /// Makes a transport with its own client.
     ///
@@ -81,8 +83,16 @@ public final class AsyncHTTPClientTransport: Transport {
     }
 
     public func shutdown() async {
-        guard ownsClient else { return }
+        guard ownsClient, !isShutDown.exchange(true, ordering: .relaxed) else { return }
         try? await client.shutdown()
+    }
+
+    deinit {
+        // A client must be shut down before it is released; do it for a
+        // transport whose controller never shut down.
+        if ownsClient, !isShutDown.exchange(true, ordering: .relaxed) {
+            client.shutdown(queue: .global()) { _ in }
+        }
     }
 
     /// Maps AsyncHTTPClient's and SwiftNIO's errors onto Depot's codes.
@@ -135,17 +145,22 @@ public final class AsyncHTTPClientTransport: Transport {
 
 /// Reads an AsyncHTTPClient body chunk by chunk for a ``ResponseBody``.
 ///
-/// `@unchecked Sendable` is sound: `AsyncThrowingStream(unfolding:)` calls `next()`
-/// only from its single consumer, one call at a time, so `iterator` is never
-/// accessed concurrently.
+/// `@unchecked Sendable` is sound: `iterator` is touched only inside `next()`, and
+/// `reading` lets one call in at a time; a second concurrent reader (two
+/// iterators over one body) gets an error instead of a data race.
 private final class BodyReader: @unchecked Sendable {
     private var iterator: HTTPClientResponse.Body.AsyncIterator
+    private let reading = Atomic<Bool>(false)
 
     init(_ iterator: HTTPClientResponse.Body.AsyncIterator) {
         self.iterator = iterator
     }
 
     func next() async throws -> Data? {
+        guard reading.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
+            throw DepotError(.transport, detail: "a response body was read by two iterators at once")
+        }
+        defer { reading.store(false, ordering: .releasing) }
         do {
             guard let buffer = try await iterator.next() else { return nil }
             return Data(buffer: buffer, byteTransferStrategy: .noCopy)

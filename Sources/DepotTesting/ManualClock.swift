@@ -70,12 +70,18 @@ public final class ManualClock: Clock, Sendable {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let (due, watchers) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
+                let (due, watchers) = state.withLock { state -> (Bool?, [CheckedContinuation<Void, Never>]) in
+                    // Cancelled before registering: the cancellation handler found nothing to remove.
+                    if Task.isCancelled { return (nil, []) }
                     if deadline <= state.now { return (true, []) }
                     state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
                     return (false, Self.satisfiedWatchers(in: &state))
                 }
-                if due { continuation.resume() }
+                switch due {
+                case nil: continuation.resume(throwing: CancellationError())
+                case true?: continuation.resume()
+                case false?: break
+                }
                 for watcher in watchers { watcher.resume() }
             }
         } onCancel: {

@@ -4,19 +4,19 @@ import Testing
 
 @Suite struct DepotErrorTests {
     @Test func describesAServerFailureInOneSentence() {
-        let error = DepotError.status(503, body: Data("maintenance".utf8), operation: "FetchTimeline")
+        let error = DepotError.forStatus(503, body: Data("maintenance".utf8), operation: "FetchTimeline")
         #expect(error.code == .server)
         #expect(error.description == #"FetchTimeline failed: server answered 503 Service Unavailable (body: "maintenance")"#)
     }
 
     @Test func mapsStatusesByDefault() {
-        #expect(DepotError.status(401).code == .unauthorized)
-        #expect(DepotError.status(403).code == .unauthorized)
-        #expect(DepotError.status(404).code == .notFound)
-        #expect(DepotError.status(500).code == .server)
-        #expect(DepotError.status(599).code == .server)
-        #expect(DepotError.status(409).code == .unexpectedStatus)
-        #expect(DepotError.status(302).code == .unexpectedStatus)
+        #expect(DepotError.forStatus(401).code == .unauthorized)
+        #expect(DepotError.forStatus(403).code == .unauthorized)
+        #expect(DepotError.forStatus(404).code == .notFound)
+        #expect(DepotError.forStatus(500).code == .server)
+        #expect(DepotError.forStatus(599).code == .server)
+        #expect(DepotError.forStatus(409).code == .unexpectedStatus)
+        #expect(DepotError.forStatus(302).code == .unexpectedStatus)
     }
 
     @Test func excerptIsShortAndClean() {
@@ -32,7 +32,7 @@ import Testing
         let error = URLSessionTransport.map(cause)
         #expect(error.code == .offline)
         #expect((error.underlying as? URLError)?.code == .cannotConnectToHost)
-        let dependent = DepotError(.dependencyFailed, operation: "Sync", underlying: DepotError.status(401, operation: "Login"))
+        let dependent = DepotError(.dependencyFailed, operation: "Sync", underlying: DepotError.forStatus(401, operation: "Login"))
         #expect(dependent.description == "Sync failed: a dependency failed: Login failed: server answered 401 Unauthorized")
     }
 

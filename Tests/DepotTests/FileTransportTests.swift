@@ -2,7 +2,7 @@
 import Foundation
 import Testing
 
-@Suite struct FileTransportTests {
+@Suite(.timeLimit(.minutes(1))) struct FileTransportTests {
     struct Item: Codable, Equatable, Sendable {
         var id: Int
         var title: String

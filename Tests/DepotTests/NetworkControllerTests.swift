@@ -5,22 +5,29 @@ import Foundation
 import Logging
 import Testing
 
-@Suite struct NetworkControllerTests {
+@Suite(.timeLimit(.minutes(1))) struct NetworkControllerTests {
     // MARK: Completion delivery
 
     @MainActor
     final class CompletionRecorder {
         var calls: [String: Int] = [:]
+        var results: [String: Result<Hello, DepotError>] = [:]
         var enqueueReturned = false
         var onCall: () -> Void = {}
 
         func record(_ name: String) -> @MainActor @Sendable (Result<Hello, DepotError>) -> Void {
-            { _ in
+            { result in
                 MainActor.assertIsolated()
                 #expect(self.enqueueReturned, "completion for \(name) ran before enqueue returned")
                 self.calls[name, default: 0] += 1
+                self.results[name] = result
                 self.onCall()
             }
+        }
+
+        func code(_ name: String) -> DepotError.Code? {
+            if case .failure(let error) = results[name] { return error.code }
+            return nil
         }
     }
 
@@ -47,6 +54,12 @@ import Testing
                 await controller.waitUntilIdle()
                 await Task.yield()
                 #expect(recorder.calls == Dictionary(uniqueKeysWithValues: expected.map { ($0, 1) }))
+                #expect((try? recorder.results["ok"]?.get()) == Hello(message: "hello"))
+                #expect((try? recorder.results["coalesced"]?.get()) == Hello(message: "hello"))
+                #expect(recorder.code("notFound") == .notFound)
+                #expect(recorder.code("cancelled") == .cancelled)
+                #expect(recorder.code("dependent") == .dependencyFailed)
+                #expect(recorder.code("badPath") == .invalidRequest)
             }
         }
     }
@@ -270,21 +283,35 @@ import Testing
         let shutdown = Task { await controller.shutdown(grace: .seconds(5)) }
         // The post's transfer, its watchdog and the grace period all wait on the clock.
         await clock.sleepers(atLeast: 3)
-        clock.advance(by: .seconds(4))
-        #expect(!post.isFinished)
-        clock.advance(by: .seconds(1))
+        clock.advance(by: .seconds(5))
         let report = await shutdown.value
         #expect(report.graceExpired)
         #expect(report.cancelled == 1)
         #expect(post.outcome == .cancelled)
     }
 
-    @Test func shutdownTwiceReturnsTheSameReport() async throws {
+    @Test func concurrentShutdownsShareOneReport() async throws {
+        try await withServer { server in
+            let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: URLSessionTransport(), notificationCenter: nil))
+            let hung = controller.enqueue(FetchHello(path: "/hang"))
+            async let first = controller.shutdown(grace: .seconds(30))
+            async let second = controller.shutdown(grace: .seconds(30))
+            let (a, b) = await (first, second)
+            #expect(a == b)
+            #expect(a.cancelled == 1)
+            #expect(!a.graceExpired)
+            #expect(hung.outcome == .cancelled)
+            #expect(controller.isShutDown)
+        }
+    }
+
+    @Test func shutdownOfAnIdleControllerReportsNothing() async throws {
         let controller = NetworkController(configuration: .init(transport: FileTransport(), notificationCenter: nil))
-        let first = await controller.shutdown(grace: .zero)
-        let second = await controller.shutdown(grace: .zero)
-        #expect(first == second)
-        #expect(controller.isShutDown)
+        let report = await controller.shutdown(grace: .zero)
+        #expect(report == ShutdownReport())
+        let rejected = await DepotError.from { _ = try await controller.perform(FetchRaw(url: URL(fileURLWithPath: "/dev/null"))) }
+        #expect(rejected?.code == .shutDown)
+        #expect(await controller.shutdown(grace: .zero) == ShutdownReport())  // rejections are not counted
     }
 
     // MARK: Events, notifications, logs

@@ -70,10 +70,19 @@ import Testing
 
     @Test func pauseDoesNotStopRunningWork() {
         var scheduler = Scheduler(limit: 2)
-        _ = scheduler.enqueue(entry(1, category: .images))
-        _ = scheduler.pause(category: .images)
+        #expect(starts(scheduler.enqueue(entry(1, category: .images))) == [1])
+        #expect(scheduler.pause(category: .images).isEmpty)  // no abort, no cancel
         #expect(scheduler.runningJobCount == 1)
-        #expect(!scheduler.pause(category: .images).contains(.abort(job: id(1))))
+        // The running job still completes normally while its category is paused.
+        #expect(scheduler.finish(job: id(1), outcome: .succeeded) == [.resolve(job: id(1), tickets: [id(1)], .succeeded)])
+    }
+
+    @Test func cancelCategoryUsesEachTicketsOwnCategory() {
+        var scheduler = Scheduler(limit: 0)
+        _ = scheduler.enqueue(entry(1, category: .timeline, key: "k"))
+        _ = scheduler.enqueue(entry(2, category: .images, key: "k"))
+        #expect(scheduler.cancel(category: .images) == [.cancelled(id(2))])
+        #expect(scheduler.isPending(id(1)))
     }
 
     // MARK: Cancellation
@@ -274,11 +283,13 @@ import Testing
         let categories: [OperationCategory] = [.default, .images, .timeline]
 
         func check(_ actions: [Scheduler.Action]) {
+            var startedNow: [ID] = []
             for action in actions {
                 switch action {
                 case .start(let job):
                     #expect(!running.contains(job))
                     running.insert(job)
+                    startedNow.append(job)
                 case .resolve(_, let tickets, _):
                     for ticket in tickets { resolvedCount[ticket, default: 0] += 1 }
                 case .cancelled(let ticket), .dependencyFailed(let ticket, _):
@@ -287,6 +298,13 @@ import Testing
                 }
             }
             #expect(scheduler.runningJobCount == running.count)
+            // Nothing started from a paused category, and nothing left waiting outranks what started.
+            let waiting = scheduler.queuedJobs.filter { !scheduler.paused.contains($0.category) }
+            for job in startedNow {
+                let priority = scheduler.priority(of: job)!
+                #expect(!pausedModel.contains(scheduler.category(of: job)!))
+                #expect(waiting.allSatisfy { $0.priority <= priority }, "a more urgent job was left waiting")
+            }
         }
 
         for _ in 0..<300 {
@@ -297,7 +315,7 @@ import Testing
                     id: ID(rawValue: next),
                     priority: Priority(rawValue: Int(random.next() % 5))!,
                     category: categories[Int(random.next() % 3)],
-                    exitPolicy: .cancel,
+                    exitPolicy: random.next() % 4 == 0 ? .finish : .cancel,
                     coalescingKey: random.next() % 2 == 0 ? "k\(random.next() % 4)" : nil,
                     dependencies: deps
                 )
@@ -326,13 +344,18 @@ import Testing
                 }
             case 8:
                 check(scheduler.setLimit(Int(random.next() % 5)))
+            case 9 where random.next() % 8 == 0 && !scheduler.isShuttingDown:
+                check(scheduler.shutdown())
             default:
                 check(scheduler.cancel(category: categories[Int(random.next() % 3)]))
             }
             #expect(scheduler.paused == pausedModel)
         }
         // Drain: lift every restriction, finish everything that runs.
-        for category in categories { check(scheduler.resume(category: category)) }
+        for category in categories {
+            pausedModel.remove(category)
+            check(scheduler.resume(category: category))
+        }
         check(scheduler.setLimit(1000))
         while let job = running.first {
             running.remove(job)

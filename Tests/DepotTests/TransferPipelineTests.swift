@@ -5,7 +5,7 @@ import Testing
 
 /// The transfer rules every transport shares, driven by a scripted transport
 /// and a test clock: no network, no waiting.
-@Suite struct TransferPipelineTests {
+@Suite(.timeLimit(.minutes(1))) struct TransferPipelineTests {
     func pipeline(_ transport: any Transport, clock: some Clock<Duration> = ContinuousClock(), limit: Int = 1 << 20, redirects: Int = 10) -> TransferPipeline {
         TransferPipeline(transport: transport, timebase: Timebase(clock), maximumBodySize: limit, redirectLimit: redirects)
     }

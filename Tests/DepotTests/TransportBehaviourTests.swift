@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// The same behaviour, over real HTTP on 127.0.0.1, for every network transport.
-@Suite struct TransportBehaviourTests {
+@Suite(.timeLimit(.minutes(1))) struct TransportBehaviourTests {
     @Test(arguments: TransportKind.allCases)
     func getsAndDecodesJSON(kind: TransportKind) async throws {
         try await withServer { server in

@@ -56,6 +56,10 @@ public final class NetworkController: Sendable {
         var scheduler: Scheduler
         var records: [Ticket.ID: TicketRecord] = [:]
         var tasks: [Ticket.ID: Task<Void, Never>] = [:]
+        /// Jobs aborted between their start action and their task's launch.
+        var abortedBeforeLaunch: Set<Ticket.ID> = []
+        /// Jobs started whose task is not launched yet.
+        var launching = 0
         var isShutDown = false
         var report: ShutdownReport?
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
@@ -68,6 +72,7 @@ public final class NetworkController: Sendable {
         case emit(NetworkEvent)
         case cancel(Task<Void, Never>)
         case resume(CheckedContinuation<Void, Never>)
+        case launch(Ticket.ID, JobRunner)
         case deliver(@Sendable (Swift.Result<any Sendable, DepotError>) -> Void, Swift.Result<any Sendable, DepotError>)
         case log(Logger.Level, Logger.Message, Logger.Metadata)
     }
@@ -131,7 +136,11 @@ public final class NetworkController: Sendable {
                 if Task.isCancelled { ticket.cancel() }
             }
         } onCancel: {
-            holder.withLock { $0 }?.cancel()
+            // Not inline: cancelling runs effects (notifications, logs) that must not
+            // run inside the runtime's cancellation handler.
+            if let ticket = holder.withLock({ $0 }) {
+                Task { ticket.cancel() }
+            }
         }
         return try Self.typed(result, as: Operation.Output.self, operation: operation.name).get()
     }
@@ -170,15 +179,16 @@ public final class NetworkController: Sendable {
             coalescingKey: Self.coalescingKey(for: operation, method: request.method, url: url),
             dependencies: dependencies.map(\.id)
         )
-        let runner: JobRunner = { [self] environment in
-            await self.execute(operation, request: request, url: url, environment: environment)
+        let runner: JobRunner = { [weak self] environment in
+            guard let self else { return JobResult(result: .failure(DepotError(.shutDown, operation: name))) }
+            return await self.execute(operation, request: request, url: url, environment: environment)
         }
         let record = TicketRecord(ticket: ticket, priority: operation.priority, enqueuedAt: now, runner: runner, deliver: deliver)
 
         var effects: [Effect] = []
         state.withLock { state in
             if state.isShutDown {
-                effects += resolve(record, .failure(DepotError(.shutDown, operation: name)), outcome: .failed, at: now, in: &state)
+                effects += resolve(record, .failure(DepotError(.shutDown, operation: name)), outcome: .failed, at: now, counted: false, in: &state)
                 return
             }
             // A dependency that already ended decides now; pending ones go to the scheduler.
@@ -324,14 +334,16 @@ public final class NetworkController: Sendable {
             let drained = await withTaskGroup(of: Bool.self) { group in
                 group.addTask { await self.waitUntilIdle(); return true }
                 group.addTask {
-                    do { try await timebase.sleep(for: grace) } catch { return true }
+                    // A cancelled caller ends the grace period early.
+                    try? await timebase.sleep(for: grace)
                     return false
                 }
                 let first = await group.next() ?? true
                 group.cancelAll()
                 return first
             }
-            if !drained {
+            let idle = state.withLock { $0.scheduler.isIdle && $0.tasks.isEmpty && $0.launching == 0 }
+            if !drained && !idle {
                 state.withLock { $0.report?.graceExpired = true }
                 change { $0.cancelAll() }
             }
@@ -356,7 +368,7 @@ public final class NetworkController: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let resumeNow = state.withLock { state -> Bool in
-                    if state.scheduler.isIdle && state.tasks.isEmpty { return true }
+                    if Task.isCancelled || (state.scheduler.isIdle && state.tasks.isEmpty && state.launching == 0) { return true }
                     state.idleWaiters[key] = continuation
                     return false
                 }
@@ -378,6 +390,7 @@ public final class NetworkController: Sendable {
         for action in actions {
             switch action {
             case .start(let job):
+                state.launching += 1
                 // The job runs the operation of its first ticket still waiting (they share type and key).
                 let waiters = state.scheduler.waiters(of: job)
                 let records = state.records
@@ -386,14 +399,15 @@ public final class NetworkController: Sendable {
                     guard let name = state.records[waiter]?.ticket.operationName else { continue }
                     effects.append(.emit(event(waiter, name, .started(attempt: 1), at: now)))
                 }
-                let runner = record.runner
-                let environment = JobEnvironment(job: job) { [weak self] progress in self?.reportProgress(job: job, progress) }
-                state.tasks[job] = Task { [weak self] in
-                    let outcome = await runner(environment)
-                    self?.jobEnded(job, outcome)
-                }
+                // Launched after the events above are emitted, so a job's own events
+                // (progress, finished) can never overtake its enqueued and started events.
+                effects.append(.launch(job, record.runner))
             case .abort(let job):
-                if let task = state.tasks[job] { effects.append(.cancel(task)) }
+                if let task = state.tasks[job] {
+                    effects.append(.cancel(task))
+                } else {
+                    state.abortedBeforeLaunch.insert(job)
+                }
             case .resolve(_, let tickets, let outcome):
                 let jobResult = result?.result ?? .failure(DepotError(.cancelled))
                 for id in tickets {
@@ -426,7 +440,7 @@ public final class NetworkController: Sendable {
                 }
             }
         }
-        if state.scheduler.isIdle && state.tasks.isEmpty && !state.idleWaiters.isEmpty {
+        if state.scheduler.isIdle && state.tasks.isEmpty && state.launching == 0 && !state.idleWaiters.isEmpty {
             effects += state.idleWaiters.values.map(Effect.resume)
             state.idleWaiters.removeAll()
         }
@@ -439,36 +453,55 @@ public final class NetworkController: Sendable {
         outcome: Scheduler.Outcome,
         at now: Duration,
         finished: NetworkEvent.Finished? = nil,
+        counted: Bool = true,
         in state: inout State
     ) -> [Effect] {
         let ticket = record.ticket
         var effects: [Effect] = []
-        let metadata: Logger.Metadata = ["depot.ticket": "\(ticket.id)", "depot.operation": "\(ticket.operationName)"]
+        let logsDebug = configuration.logger.logLevel <= .debug
+        let metadata: Logger.Metadata = logsDebug ? ["depot.ticket": "\(ticket.id)", "depot.operation": "\(ticket.operationName)"] : [:]
         switch result {
         case .success:
             ticket.resolve(.succeeded, failure: nil)
             let finished = finished ?? NetworkEvent.Finished(status: 0, bytes: 0, duration: now - record.enqueuedAt, sample: nil)
             effects.append(.emit(event(ticket.id, ticket.operationName, .finished(finished), at: now)))
-            effects.append(.log(.debug, "finished", metadata.merging([
-                "http.status": "\(finished.status)", "depot.bytes": "\(finished.bytes)", "depot.duration_ms": "\(finished.duration.milliseconds)",
-            ]) { $1 }))
-            state.report?.finished += 1
+            if logsDebug {
+                effects.append(.log(.debug, "finished", metadata.merging([
+                    "http.status": "\(finished.status)", "depot.bytes": "\(finished.bytes)", "depot.duration_ms": "\(finished.duration.milliseconds)",
+                ]) { $1 }))
+            }
+            if counted { state.report?.finished += 1 }
         case .failure(let error):
             let named = error.named(ticket.operationName)
             if named.code == .cancelled || outcome == .cancelled {
                 ticket.resolve(.cancelled, failure: named)
                 effects.append(.emit(event(ticket.id, ticket.operationName, .cancelled, at: now)))
-                effects.append(.log(.debug, "cancelled", metadata))
-                state.report?.cancelled += 1
+                if logsDebug { effects.append(.log(.debug, "cancelled", metadata)) }
+                if counted { state.report?.cancelled += 1 }
             } else {
                 ticket.resolve(.failed, failure: named)
                 effects.append(.emit(event(ticket.id, ticket.operationName, .failed(named), at: now)))
-                effects.append(.log(.debug, "failed", metadata.merging(["depot.error": "\(named)"]) { $1 }))
-                state.report?.failed += 1
+                if logsDebug { effects.append(.log(.debug, "failed", metadata.merging(["depot.error": "\(named)"]) { $1 })) }
+                if counted { state.report?.failed += 1 }
             }
         }
         effects.append(.deliver(record.deliver, result.mapError { $0.named(ticket.operationName) }))
         return effects
+    }
+
+    private func launch(_ job: Ticket.ID, _ runner: @escaping JobRunner) {
+        let environment = JobEnvironment(job: job) { [weak self] progress in self?.reportProgress(job: job, progress) }
+        let task = Task { [weak self] in
+            let outcome = await runner(environment)
+            self?.jobEnded(job, outcome)
+        }
+        let abortNow = state.withLock { state -> Bool in
+            state.launching -= 1
+            if state.abortedBeforeLaunch.remove(job) != nil { return true }
+            state.tasks[job] = task
+            return false
+        }
+        if abortNow { task.cancel() }
     }
 
     private func jobEnded(_ job: Ticket.ID, _ result: JobResult) {
@@ -480,6 +513,7 @@ public final class NetworkController: Sendable {
         }
         let effects = state.withLock { state in
             state.tasks[job] = nil
+            state.abortedBeforeLaunch.remove(job)
             return apply(state.scheduler.finish(job: job, outcome: outcome), in: &state, at: now, result: result)
         }
         perform(effects)
@@ -509,6 +543,8 @@ public final class NetworkController: Sendable {
                 deliver(result)
             case .cancel(let task):
                 task.cancel()
+            case .launch(let job, let runner):
+                launch(job, runner)
             case .resume(let continuation):
                 continuation.resume()
             case .log(let level, let message, let metadata):

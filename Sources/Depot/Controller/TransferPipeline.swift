@@ -82,7 +82,10 @@ struct TransferPipeline: Sendable {
                 continue  // Dropping `head.body` here stops that transfer.
             }
 
-            let expected = head.expectedLength
+            // A compressed body is decoded by some transports (URLSession), so its
+            // Content-Length says nothing about the bytes we will see.
+            let encoded = head.headers["Content-Encoding"].map { $0.lowercased() != "identity" } ?? false
+            let expected = encoded ? nil : head.expectedLength
             if let expected, expected > Int64(maximumBodySize) {
                 throw DepotError(.tooLarge, status: head.status, detail: "Content-Length \(expected) over the limit of \(maximumBodySize) bytes")
             }
@@ -96,6 +99,8 @@ struct TransferPipeline: Sendable {
                 activity.withLock { $0 = timebase.now() }
                 onProgress(TransferProgress(received: Int64(body.count), expected: expected))
             }
+            // A cancelled consumer sees the stream end early; that is not a complete body.
+            try Task.checkCancellation()
             let finished = timebase.now()
             if let expected, Int64(body.count) < expected, request.method != .head, head.status != 204, head.status != 304 {
                 throw DepotError(.connectionLost, status: head.status, detail: "body truncated after \(body.count) of \(expected) bytes")

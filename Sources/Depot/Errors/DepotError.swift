@@ -15,7 +15,7 @@ import Foundation
 ///
 /// Every error keeps what is known about the failure: the operation's name,
 /// the HTTP status, a short excerpt of the body and the underlying error.
-public struct DepotError: Error, Sendable, CustomStringConvertible {
+public struct DepotError: Error, Sendable, CustomStringConvertible, LocalizedError {
     /// What kind of failure this is.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         enum Base: String, Hashable, Sendable {
@@ -119,6 +119,9 @@ public struct DepotError: Error, Sendable, CustomStringConvertible {
         return text
     }
 
+    /// The same sentence as ``description``, for `localizedDescription`.
+    public var errorDescription: String? { description }
+
     private var reason: String {
         switch code.base {
         case .unauthorized, .notFound, .server, .unexpectedStatus:
@@ -159,7 +162,7 @@ public struct DepotError: Error, Sendable, CustomStringConvertible {
 
     /// Builds the error for a status the operation does not accept, following the
     /// default mapping: 401/403 → unauthorized, 404 → notFound, 5xx → server, else unexpectedStatus.
-    public static func status(_ status: Int, body: Data = Data(), operation: String? = nil) -> DepotError {
+    public static func forStatus(_ status: Int, body: Data = Data(), operation: String? = nil) -> DepotError {
         let code: Code
         switch status {
         case 401, 403: code = .unauthorized

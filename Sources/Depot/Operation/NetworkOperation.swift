@@ -65,7 +65,7 @@ extension NetworkOperation {
 
     public func validate(_ response: Response) throws {
         guard (200..<300).contains(response.status) else {
-            throw DepotError.status(response.status, body: response.body, operation: name)
+            throw DepotError.forStatus(response.status, body: response.body, operation: name)
         }
     }
 }

@@ -32,8 +32,11 @@ public enum Priority: Int, Sendable, Hashable, Comparable, CaseIterable, CustomS
 /// controller.pause(category: .images)
 /// ```
 public struct OperationCategory: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+    /// The category's name.
     public let rawValue: String
+    /// A category named `rawValue`.
     public init(rawValue: String) { self.rawValue = rawValue }
+    /// A category named by a string literal: `let avatars: OperationCategory = "avatars"`.
     public init(stringLiteral value: String) { self.rawValue = value }
 
     /// Operations that name no category.

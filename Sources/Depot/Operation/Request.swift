@@ -1,16 +1,25 @@
 import Foundation
 
-/// An HTTP method.
+/// An HTTP method. Methods are case-sensitive (RFC 9110 §9.1); the standard ones are upper case.
 public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The method token as sent, for example `GET`.
     public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue.uppercased() }
+    /// A method with this exact token.
+    public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// `GET`: read a resource.
     public static let get = HTTPMethod(rawValue: "GET")
+    /// `HEAD`: read a resource's headers only.
     public static let head = HTTPMethod(rawValue: "HEAD")
+    /// `POST`: create or submit.
     public static let post = HTTPMethod(rawValue: "POST")
+    /// `PUT`: replace.
     public static let put = HTTPMethod(rawValue: "PUT")
+    /// `PATCH`: change part of a resource.
     public static let patch = HTTPMethod(rawValue: "PATCH")
+    /// `DELETE`: remove.
     public static let delete = HTTPMethod(rawValue: "DELETE")
+    /// `OPTIONS`: ask what the server allows.
     public static let options = HTTPMethod(rawValue: "OPTIONS")
 
     /// GET, HEAD, OPTIONS, PUT and DELETE are idempotent (RFC 9110 §9.2.2).

@@ -12,8 +12,8 @@ import DequeModule
 ///   `dependencyFailed` as soon as one fails or is cancelled;
 /// - a ticket whose coalescing key matches a queued or running job joins that
 ///   job instead of making a new one (and promotes it if it is more urgent);
-/// - after `shutdown`, tickets with exit policy `.cancel` are cancelled and no
-///   new ones are accepted.
+/// - `shutdown` cancels every ticket whose exit policy is `.cancel`; the
+///   controller refuses new tickets from then on.
 ///
 /// A *ticket* is one caller's request; a *job* is one transfer, shared by the
 /// tickets that coalesced into it. A job's id is the id of the ticket that made it.
@@ -82,6 +82,8 @@ struct Scheduler: Sendable {
         var key: String?
         var waiters: [ID]
         var exitPolicies: [ID: ExitPolicy]
+        /// Each ticket's own category, for `cancel(category:)`.
+        var categories: [ID: OperationCategory]
         var state: JobState
 
         var mustFinish: Bool { exitPolicies.values.contains(.finish) }
@@ -124,8 +126,19 @@ struct Scheduler: Sendable {
     /// The tickets waiting for a job.
     func waiters(of job: ID) -> [ID] { jobs[job]?.waiters ?? [] }
 
+    /// Whether a job's transfer is running.
+    func isRunning(_ job: ID) -> Bool { running.contains(job) }
+
     /// The priority a job runs at.
     func priority(of job: ID) -> Priority? { jobs[job]?.priority }
+
+    /// The category a job is scheduled under (its creator's): pausing that category holds it.
+    func category(of job: ID) -> OperationCategory? { jobs[job]?.category }
+
+    /// The jobs waiting to start, for inspection.
+    var queuedJobs: [(id: ID, priority: Priority, category: OperationCategory)] {
+        jobs.filter { $0.value.state == .queued }.map { ($0.key, $0.value.priority, $0.value.category) }
+    }
 
     /// Whether the ticket is known and unresolved.
     func isPending(_ ticket: ID) -> Bool { tickets[ticket] != nil }
@@ -175,7 +188,7 @@ struct Scheduler: Sendable {
         let victims = tickets.compactMap { id, state -> ID? in
             switch state {
             case .blocked(let entry, _): return entry.category == category ? id : nil
-            case .waiting(let job): return jobs[job]?.category == category ? id : nil
+            case .waiting(let job): return jobs[job]?.categories[id] == category ? id : nil
             }
         }
         return cancelMany(victims)
@@ -242,6 +255,7 @@ struct Scheduler: Sendable {
             guard var job = jobs[jobID] else { break }
             job.waiters.removeAll { $0 == id }
             job.exitPolicies[id] = nil
+            job.categories[id] = nil
             if job.waiters.isEmpty {
                 if let key = job.key, byKey[key] == jobID { byKey[key] = nil }
                 switch job.state {
@@ -290,6 +304,7 @@ struct Scheduler: Sendable {
         if let key = entry.coalescingKey, let jobID = byKey[key], var job = jobs[jobID] {
             job.waiters.append(entry.id)
             job.exitPolicies[entry.id] = entry.exitPolicy
+            job.categories[entry.id] = entry.category
             tickets[entry.id] = .waiting(job: jobID)
             var actions: [Action] = [.coalesced(entry.id, into: jobID)]
             if entry.priority > job.priority {
@@ -306,6 +321,7 @@ struct Scheduler: Sendable {
             key: entry.coalescingKey,
             waiters: [entry.id],
             exitPolicies: [entry.id: entry.exitPolicy],
+            categories: [entry.id: entry.category],
             state: .queued
         )
         tickets[entry.id] = .waiting(job: entry.id)

@@ -26,6 +26,7 @@ public protocol Transport: Sendable {
 }
 
 extension Transport {
+    /// Does nothing: most transports hold nothing that needs closing.
     public func shutdown() async {}
 }
 

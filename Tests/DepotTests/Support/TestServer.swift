@@ -265,7 +265,7 @@ final class Gates: Sendable {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let verdict: Bool? = state.withLock { state in
-                    if state.cancelled { return false }
+                    if state.cancelled || Task.isCancelled { return false }
                     if state.open.contains(name) { return true }
                     state.waiting[name, default: [:]][id] = continuation
                     return nil

@@ -1,0 +1,216 @@
+import AsyncHTTPClient
+import Depot
+import DepotAsyncHTTPClient
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// 5,000 small GETs (1 KB JSON) over loopback at concurrency 1 and 8: Depot's
+/// controller on each transport against the same transport used raw, and curl.
+enum TransportBench {
+    struct Row {
+        var name: String
+        var concurrency: Int
+        var wall: Double
+        var cpu: Double
+        var requests: Int
+
+        var requestsPerSecond: Double { Double(requests) / wall }
+        var cpuPerThousand: Double { cpu / Double(requests) * 1000 }
+    }
+
+    /// One GET of an item; the output is the body.
+    struct GetItem: NetworkOperation {
+        var id: Int
+        var request: Depot.Request { .get("/items/\(id)") }
+        var coalescing: Coalescing { .never }
+        func process(_ response: Depot.Response, context: OperationContext) async throws -> Int { response.body.count }
+    }
+
+    static func run(requests: Int, repeats: Int) async throws {
+        let server = try ServerProcess.start()
+        defer { server.stop() }
+        let base = URL(string: "http://127.0.0.1:\(server.port)")!
+        print("server pid \(server.pid) on \(base), \(requests) requests per run, median of \(repeats) runs\n")
+
+        var rows: [Row] = []
+        for concurrency in [1, 8] {
+            let scenarios: [(String, (Int) async throws -> Void)] = [
+                ("URLSession raw", try urlSessionRaw(base: base, concurrency: concurrency)),
+                ("Depot + URLSessionTransport", depot(base: base, transport: URLSessionTransport(), concurrency: concurrency)),
+                ("AsyncHTTPClient raw", try ahcRaw(base: base, concurrency: concurrency)),
+                ("Depot + AsyncHTTPClientTransport", depot(base: base, transport: AsyncHTTPClientTransport(), concurrency: concurrency)),
+            ]
+            for (name, body) in scenarios {
+                try await body(200)  // warm up: connections, caches
+                var runs: [Row] = []
+                for _ in 0..<repeats {
+                    runs.append(try await measure(name, concurrency, requests) { try await body(requests) })
+                }
+                let median = runs.sorted { $0.wall < $1.wall }[runs.count / 2]
+                rows.append(median)
+                report(median)
+            }
+            var curlRuns: [Row] = []
+            for _ in 0..<repeats { curlRuns.append(try curl(base: base, concurrency: concurrency, requests: requests)) }
+            let median = curlRuns.sorted { $0.wall < $1.wall }[curlRuns.count / 2]
+            rows.append(median)
+            report(median)
+        }
+        print("\n" + table(rows))
+    }
+
+    static func report(_ row: Row) {
+        print(String(format: "%-34@ c=%d  %8.0f req/s  %.3f CPU-s/1000", row.name as NSString, row.concurrency, row.requestsPerSecond, row.cpuPerThousand))
+    }
+
+    static func table(_ rows: [Row]) -> String {
+        var lines = [
+            "| client | concurrency | requests/s | client CPU-s per 1,000 | vs raw transport (throughput / CPU) |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for row in rows {
+            var versus = "–"
+            let rawName = row.name.contains("URLSession") ? "URLSession raw" : row.name.contains("AsyncHTTPClient") ? "AsyncHTTPClient raw" : nil
+            if row.name.hasPrefix("Depot"), let rawName, let raw = rows.first(where: { $0.name == rawName && $0.concurrency == row.concurrency }) {
+                let throughput = (row.requestsPerSecond / raw.requestsPerSecond - 1) * 100
+                let cpu = (row.cpuPerThousand / raw.cpuPerThousand - 1) * 100
+                versus = String(format: "%+.1f%% / %+.1f%%", throughput, cpu)
+            }
+            lines.append(String(format: "| %@ | %d | %.0f | %.3f | %@ |", row.name as NSString, row.concurrency, row.requestsPerSecond, row.cpuPerThousand, versus as NSString))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func measure(_ name: String, _ concurrency: Int, _ requests: Int, _ body: () async throws -> Void) async throws -> Row {
+        let cpuBefore = cpuSeconds(children: false)
+        let start = ContinuousClock.now
+        try await body()
+        let wall = ContinuousClock.now - start
+        let cpu = cpuSeconds(children: false) - cpuBefore
+        return Row(name: name, concurrency: concurrency, wall: wall.seconds, cpu: cpu, requests: requests)
+    }
+
+    /// Runs `count` jobs on `concurrency` workers, each taking the next index.
+    static func fanOut(_ count: Int, _ concurrency: Int, _ job: @escaping @Sendable (Int) async throws -> Void) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<concurrency {
+                group.addTask {
+                    var index = worker
+                    while index < count {
+                        try await job(index)
+                        index += concurrency
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    static func depot(base: URL, transport: any Transport, concurrency: Int) -> (Int) async throws -> Void {
+        let controller = NetworkController(configuration: .init(baseURL: base, transport: transport, concurrencyLimit: concurrency))
+        return { count in
+            try await fanOut(count, concurrency) { index in
+                let bytes = try await controller.perform(GetItem(id: index))
+                precondition(bytes > 1000)
+            }
+        }
+    }
+
+    static func urlSessionRaw(base: URL, concurrency: Int) throws -> (Int) async throws -> Void {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        configuration.httpCookieStorage = nil
+        configuration.httpMaximumConnectionsPerHost = 16
+        let session = URLSession(configuration: configuration)
+        return { count in
+            try await fanOut(count, concurrency) { index in
+                let url = base.appendingPathComponent("items/\(index)")
+                let bytes: Int = try await withCheckedThrowingContinuation { continuation in
+                    session.dataTask(with: url) { data, response, error in
+                        if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: data?.count ?? 0) }
+                    }.resume()
+                }
+                precondition(bytes > 1000)
+            }
+        }
+    }
+
+    static func ahcRaw(base: URL, concurrency: Int) throws -> (Int) async throws -> Void {
+        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: AsyncHTTPClientTransport.defaultConfiguration)
+        return { count in
+            try await fanOut(count, concurrency) { index in
+                let response = try await client.execute(HTTPClientRequest(url: base.absoluteString + "/items/\(index)"), deadline: .distantFuture)
+                let body = try await response.body.collect(upTo: 1 << 20)
+                precondition(body.readableBytes > 1000)
+            }
+        }
+    }
+
+    static func curl(base: URL, concurrency: Int, requests: Int) throws -> Row {
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent("depot-bench-curl-\(concurrency).txt")
+        var text = ""
+        for index in 0..<requests {
+            text += "url = \"\(base.absoluteString)/items/\(index)\"\noutput = \"/dev/null\"\n"
+        }
+        try text.write(to: config, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        process.arguments = ["--silent", "--fail", "--parallel", "--parallel-max", "\(concurrency)", "--config", config.path]
+        let cpuBefore = cpuSeconds(children: true)
+        let start = ContinuousClock.now
+        try process.run()
+        process.waitUntilExit()
+        let wall = ContinuousClock.now - start
+        precondition(process.terminationStatus == 0, "curl failed")
+        return Row(name: "curl --parallel", concurrency: concurrency, wall: wall.seconds, cpu: cpuSeconds(children: true) - cpuBefore, requests: requests)
+    }
+
+    static func cpuSeconds(children: Bool) -> Double {
+        var usage = rusage()
+        getrusage(children ? RUSAGE_CHILDREN : RUSAGE_SELF, &usage)
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (s, atto) = components
+        return Double(s) + Double(atto) / 1e18
+    }
+}
+
+/// The bench server as a child process (this same binary, `serve`).
+struct ServerProcess {
+    let process: Process
+    let port: Int
+    var pid: Int32 { process.processIdentifier }
+
+    static func start() throws -> ServerProcess {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = ["serve"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        var buffer = Data()
+        while !buffer.contains(UInt8(ascii: "\n")) {
+            let chunk = pipe.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            buffer.append(chunk)
+        }
+        let line = String(decoding: buffer, as: UTF8.self)
+        guard let port = line.split(separator: " ").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
+            process.terminate()
+            throw CocoaError(.featureUnsupported)
+        }
+        return ServerProcess(process: process, port: port)
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}

@@ -1,0 +1,20 @@
+// depot-bench: Depot's benchmarks. Always run in release mode:
+//
+//   swift run -c release --package-path Benchmarks depot-bench transport [requests] [repeats]
+//
+// `serve` is used internally: the transport benchmark starts this binary again
+// as its loopback server, so server CPU is not counted as client CPU.
+import Foundation
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "serve":
+    try await BenchServer.run()
+case "transport", nil:
+    let requests = arguments.count > 1 ? Int(arguments[1]) ?? 5000 : 5000
+    let repeats = arguments.count > 2 ? Int(arguments[2]) ?? 3 : 3
+    try await TransportBench.run(requests: requests, repeats: repeats)
+default:
+    print("usage: depot-bench [transport [requests] [repeats] | serve]")
+    exit(2)
+}
