@@ -35,14 +35,15 @@ enum TransportBench {
         print("server pid \(server.pid) on \(base), \(requests) requests per run, median of \(repeats) runs\n")
 
         var rows: [Row] = []
-        for concurrency in [1, 8] {
+        for concurrency in [1, 8] where ProcessInfo.processInfo.environment["DEPOT_BENCH_C"].map({ Int($0) == concurrency }) ?? true {
             let scenarios: [(String, (Int) async throws -> Void)] = [
                 ("URLSession raw", try urlSessionRaw(base: base, concurrency: concurrency)),
                 ("Depot + URLSessionTransport", depot(base: base, transport: URLSessionTransport(), concurrency: concurrency)),
                 ("AsyncHTTPClient raw", try ahcRaw(base: base, concurrency: concurrency)),
                 ("Depot + AsyncHTTPClientTransport", depot(base: base, transport: AsyncHTTPClientTransport(), concurrency: concurrency)),
             ]
-            for (name, body) in scenarios {
+            let only = ProcessInfo.processInfo.environment["DEPOT_BENCH_ONLY"]
+            for (name, body) in scenarios where only == nil || name == only {
                 try await body(200)  // warm up: connections, caches
                 var runs: [Row] = []
                 for _ in 0..<repeats {
@@ -52,6 +53,7 @@ enum TransportBench {
                 rows.append(median)
                 report(median)
             }
+            if only != nil { continue }
             var curlRuns: [Row] = []
             for _ in 0..<repeats { curlRuns.append(try curl(base: base, concurrency: concurrency, requests: requests)) }
             let median = curlRuns.sorted { $0.wall < $1.wall }[curlRuns.count / 2]
@@ -109,7 +111,9 @@ enum TransportBench {
     }
 
     static func depot(base: URL, transport: any Transport, concurrency: Int) -> (Int) async throws -> Void {
-        let controller = NetworkController(configuration: .init(baseURL: base, transport: transport, concurrencyLimit: concurrency))
+        var configuration = NetworkController.Configuration(baseURL: base, transport: transport, concurrencyLimit: concurrency)
+        if ProcessInfo.processInfo.environment["DEPOT_BENCH_NO_NOTIFICATIONS"] != nil { configuration.notificationCenter = nil }
+        let controller = NetworkController(configuration: configuration)
         return { count in
             try await fanOut(count, concurrency) { index in
                 let bytes = try await controller.perform(GetItem(id: index))
@@ -169,7 +173,11 @@ enum TransportBench {
 
     static func cpuSeconds(children: Bool) -> Double {
         var usage = rusage()
+        #if os(Linux)
+        getrusage(__rusage_who_t(children ? RUSAGE_CHILDREN.rawValue : RUSAGE_SELF.rawValue), &usage)
+        #else
         getrusage(children ? RUSAGE_CHILDREN : RUSAGE_SELF, &usage)
+        #endif
         func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
         return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }

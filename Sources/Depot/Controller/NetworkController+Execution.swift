@@ -5,14 +5,13 @@ extension NetworkController {
     /// Runs one job: build the request, adapt it, transfer, validate, process.
     func execute<Operation: NetworkOperation>(
         _ operation: Operation,
+        name: String,
         request: Request,
         url: URL,
         environment: JobEnvironment
     ) async -> JobResult {
-        let name = operation.name
-        var logger = configuration.logger
-        logger[metadataKey: "depot.ticket"] = "\(environment.job)"
-        logger[metadataKey: "depot.operation"] = "\(name)"
+        let logger = configuration.logger
+        let logMetadata: () -> Logger.Metadata = { ["depot.ticket": "\(environment.job)", "depot.operation": "\(name)"] }
 
         // 1. Build and adapt the request.
         var transportRequest = TransportRequest(url: url, method: request.method, headers: request.headers, timeout: operation.timeout.idle)
@@ -33,18 +32,18 @@ extension NetworkController {
         } catch {
             return JobResult(result: .failure(DepotError.wrap(error, operation: name, fallback: .invalidRequest)))
         }
-        logger.debug("started", metadata: ["http.method": "\(transportRequest.method)", "http.url": "\(transportRequest.url.absoluteString)"])
-        logger.trace("request headers", metadata: ["http.headers": "\(transportRequest.headers)"])
+        logger.debug("started", metadata: logMetadata().merging(["http.method": "\(transportRequest.method)", "http.url": "\(transportRequest.url.absoluteString)"]) { $1 })
+        logger.trace("request headers", metadata: logMetadata().merging(["http.headers": "\(transportRequest.headers)"]) { $1 })
 
         // 2. Transfer.
         let transfer: TransferPipeline.Result
         do {
-            transfer = try await pipeline.run(transportRequest, timeout: operation.timeout, onProgress: environment.onProgress)
+            transfer = try await pipeline.run(transportRequest, timeout: operation.timeout, cancelOnTimeout: environment.cancel, onProgress: environment.onProgress)
         } catch {
             return JobResult(result: .failure(DepotError.wrap(error, operation: name, fallback: .transport)))
         }
         let response = transfer.response
-        logger.trace("response headers", metadata: ["http.status": "\(response.status)", "http.headers": "\(response.headers)"])
+        logger.trace("response headers", metadata: logMetadata().merging(["http.status": "\(response.status)", "http.headers": "\(response.headers)"]) { $1 })
 
         // 3. Validate.
         do {
@@ -58,7 +57,7 @@ extension NetworkController {
         // 4. Process.
         do {
             try Task.checkCancellation()
-            let context = OperationContext(ticket: environment.job, attempt: 1, logger: logger, values: configuration.contextValues)
+            let context = OperationContext(ticket: environment.job, attempt: 1, logger: logger, values: configuration.contextValues, operationName: name)
             let output = try await operation.process(response, context: context)
             return JobResult(result: .success(output), status: response.status, sample: transfer.sample)
         } catch {

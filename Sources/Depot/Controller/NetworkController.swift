@@ -36,6 +36,8 @@ public final class NetworkController: Sendable {
     struct JobEnvironment: Sendable {
         let job: Ticket.ID
         let onProgress: @Sendable (TransferProgress) -> Void
+        /// Cancels the job's own task (used when its transfer times out).
+        let cancel: @Sendable () -> Void
     }
 
     struct JobResult: Sendable {
@@ -60,6 +62,8 @@ public final class NetworkController: Sendable {
         var abortedBeforeLaunch: Set<Ticket.ID> = []
         /// Jobs started whose task is not launched yet.
         var launching = 0
+        /// Immediate jobs that ended before their task handle was stored.
+        var endedBeforeStored: Set<Ticket.ID> = []
         var isShutDown = false
         var report: ShutdownReport?
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
@@ -81,6 +85,9 @@ public final class NetworkController: Sendable {
 
     /// Makes a controller.
     public init(configuration: Configuration = Configuration()) {
+        var configuration = configuration
+        // Resolve relative paths against a directory URL once, not per request.
+        configuration.baseURL = configuration.baseURL?.appendingSlashIfNeeded()
         self.configuration = configuration
         let timebase = Timebase(configuration.clock)
         self.timebase = timebase
@@ -89,7 +96,8 @@ public final class NetworkController: Sendable {
             transport: configuration.transport,
             timebase: timebase,
             maximumBodySize: configuration.maximumBodySize,
-            redirectLimit: configuration.redirectLimit
+            redirectLimit: configuration.redirectLimit,
+            watch: DeadlineWatch(timebase: timebase)
         )
         self.state = Mutex(State(scheduler: Scheduler(limit: configuration.concurrencyLimit)))
     }
@@ -131,7 +139,9 @@ public final class NetworkController: Sendable {
         let holder = Locked<Ticket?>(nil)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Swift.Result<any Sendable, DepotError>, Never>) in
-                let ticket = submit(operation, after: dependencies) { continuation.resume(returning: $0) }
+                let ticket = Self.$launchesImmediately.withValue(true) {
+                    submit(operation, after: dependencies) { continuation.resume(returning: $0) }
+                }
                 holder.withLock { $0 = ticket }
                 if Task.isCancelled { ticket.cancel() }
             }
@@ -145,10 +155,10 @@ public final class NetworkController: Sendable {
         return try Self.typed(result, as: Operation.Output.self, operation: operation.name).get()
     }
 
-    private static func typed<Output>(_ result: Swift.Result<any Sendable, DepotError>, as: Output.Type, operation: String) -> Swift.Result<Output, DepotError> {
+    private static func typed<Output>(_ result: Swift.Result<any Sendable, DepotError>, as: Output.Type, operation: @autoclosure () -> String) -> Swift.Result<Output, DepotError> {
         result.flatMap { value in
             if let output = value as? Output { return .success(output) }
-            return .failure(DepotError(.processing, operation: operation, detail: "output of type \(type(of: value)) is not \(Output.self)"))
+            return .failure(DepotError(.processing, operation: operation(), detail: "output of type \(type(of: value)) is not \(Output.self)"))
         }
     }
 
@@ -181,7 +191,7 @@ public final class NetworkController: Sendable {
         )
         let runner: JobRunner = { [weak self] environment in
             guard let self else { return JobResult(result: .failure(DepotError(.shutDown, operation: name))) }
-            return await self.execute(operation, request: request, url: url, environment: environment)
+            return await self.execute(operation, name: name, request: request, url: url, environment: environment)
         }
         let record = TicketRecord(ticket: ticket, priority: operation.priority, enqueuedAt: now, runner: runner, deliver: deliver)
 
@@ -216,15 +226,14 @@ public final class NetworkController: Sendable {
     }
 
     static func coalescingKey<Operation: NetworkOperation>(for operation: Operation, method: HTTPMethod, url: URL) -> String? {
-        let type = String(reflecting: Operation.self)
         switch operation.coalescing.base {
         case .never:
             return nil
         case .key(let key):
-            return "\(type)|key|\(key)"
+            return "\(String(reflecting: Operation.self))|key|\(key)"
         case .automatic:
             guard method == .get || method == .head else { return nil }
-            return "\(type)|\(method.rawValue)|\(url.absoluteString)"
+            return "\(String(reflecting: Operation.self))|\(method.rawValue)|\(url.absoluteString)"
         }
     }
 
@@ -350,6 +359,7 @@ public final class NetworkController: Sendable {
         }
         await waitUntilIdle()
         if first {
+            pipeline.watch.stop()
             await configuration.transport.shutdown()
             hub.finish()
         }
@@ -490,18 +500,55 @@ public final class NetworkController: Sendable {
     }
 
     private func launch(_ job: Ticket.ID, _ runner: @escaping JobRunner) {
-        let environment = JobEnvironment(job: job) { [weak self] progress in self?.reportProgress(job: job, progress) }
-        let task = Task { [weak self] in
-            let outcome = await runner(environment)
-            self?.jobEnded(job, outcome)
+        let environment = JobEnvironment(
+            job: job,
+            onProgress: { [weak self] progress in self?.reportProgress(job: job, progress) },
+            cancel: { [weak self] in self?.cancelJobTask(job) }
+        )
+        let work: @Sendable () async -> Void = { [weak self] in
+            // Jobs this one starts when it ends launch normally, not on its thread.
+            await Self.$launchesImmediately.withValue(false) {
+                let outcome = await runner(environment)
+                self?.jobEnded(job, outcome)
+            }
         }
-        let abortNow = state.withLock { state -> Bool in
+        let task: Task<Void, Never>
+        if Self.launchesImmediately, #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+            // `perform` callers are already in an async context: start the job on
+            // this thread instead of waking another one (saves a thread hop per request).
+            task = Task.immediate { await work() }
+        } else {
+            task = Task { await work() }
+        }
+        let (abortNow, idleWaiters) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
             state.launching -= 1
-            if state.abortedBeforeLaunch.remove(job) != nil { return true }
-            state.tasks[job] = task
-            return false
+            var abort = false
+            if state.endedBeforeStored.remove(job) != nil {
+                // An immediate job can end before we get here; nothing to store.
+            } else if state.abortedBeforeLaunch.remove(job) != nil {
+                abort = true
+            } else {
+                state.tasks[job] = task
+            }
+            guard state.scheduler.isIdle && state.tasks.isEmpty && state.launching == 0 else { return (abort, []) }
+            defer { state.idleWaiters.removeAll() }
+            return (abort, Array(state.idleWaiters.values))
         }
         if abortNow { task.cancel() }
+        for waiter in idleWaiters { waiter.resume() }
+    }
+
+    /// Set by `perform` so its jobs start on the caller's thread.
+    @TaskLocal static var launchesImmediately = false
+
+    /// Cancels a job's task without touching its tickets (a timeout: the job fails, it is not cancelled).
+    private func cancelJobTask(_ job: Ticket.ID) {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            if let task = state.tasks[job] { return task }
+            state.abortedBeforeLaunch.insert(job)
+            return nil
+        }
+        task?.cancel()
     }
 
     private func jobEnded(_ job: Ticket.ID, _ result: JobResult) {
@@ -512,7 +559,7 @@ public final class NetworkController: Sendable {
         case .failure(let error): outcome = error.code == .cancelled ? .cancelled : .failed
         }
         let effects = state.withLock { state in
-            state.tasks[job] = nil
+            if state.tasks.removeValue(forKey: job) == nil { state.endedBeforeStored.insert(job) }
             state.abortedBeforeLaunch.remove(job)
             return apply(state.scheduler.finish(job: job, outcome: outcome), in: &state, at: now, result: result)
         }
@@ -525,6 +572,7 @@ public final class NetworkController: Sendable {
             state.scheduler.waiters(of: job).compactMap { state.records[$0]?.ticket }
         }
         for ticket in targets { ticket.updateProgress(progress) }
+        // Progress is the most frequent event: build it only when someone listens.
         guard hub.hasSubscribers || configuration.notificationCenter != nil else { return }
         perform(targets.map { .emit(event($0.id, $0.operationName, .progress(progress), at: now)) })
     }
@@ -538,6 +586,8 @@ public final class NetworkController: Sendable {
             switch effect {
             case .emit(let event):
                 hub.emit(event)
+                // Progress is too frequent for NotificationCenter; it stays on `events` and `Ticket.progress`.
+                if case .progress = event.kind { continue }
                 configuration.notificationCenter?.post(name: event.notificationName, object: self, userInfo: event.userInfo)
             case .deliver(let deliver, let result):
                 deliver(result)

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The rules every transport obeys, applied in one place: redirects, the body
 /// size limit, timeouts, truncation checks, progress and transfer samples.
@@ -8,60 +7,71 @@ struct TransferPipeline: Sendable {
     let timebase: Timebase
     let maximumBodySize: Int
     let redirectLimit: Int
+    let watch: DeadlineWatch
+
+    init(transport: any Transport, timebase: Timebase, maximumBodySize: Int, redirectLimit: Int, watch: DeadlineWatch? = nil) {
+        self.transport = transport
+        self.timebase = timebase
+        self.maximumBodySize = maximumBodySize
+        self.redirectLimit = redirectLimit
+        self.watch = watch ?? DeadlineWatch(timebase: timebase)
+    }
 
     struct Result: Sendable {
         var response: Response
         var sample: TransferSample
     }
 
-    /// Sends `request`, follows redirects and collects the body.
+    /// Sends `request`, follows redirects and collects the body, in the calling task.
+    ///
+    /// When a timeout expires, `cancelOnTimeout` is called; it must cancel the task
+    /// that is running this call (the controller cancels the job's task). The
+    /// cancellation is then reported as ``DepotError/Code/timedOut``.
     ///
     /// - Parameter onProgress: Called for every chunk.
     func run(
         _ request: TransportRequest,
         timeout: Timeout,
+        cancelOnTimeout: @escaping @Sendable () -> Void,
         onProgress: @escaping @Sendable (TransferProgress) -> Void
     ) async throws -> Result {
-        let activity = Locked(timebase.now())
-        let timebase = self.timebase
-        return try await withThrowingTaskGroup(of: Result?.self) { group in
-            group.addTask {
-                try await self.transfer(request, activity: activity, onProgress: onProgress)
-            }
-            group.addTask {
-                try await Self.watchdog(timeout: timeout, activity: activity, timebase: timebase)
-                return nil
-            }
-            defer { group.cancelAll() }
-            while let next = try await group.next() {
-                if let result = next { return result }
-            }
-            throw CancellationError()
+        let expired = Locked<DepotError?>(nil)
+        let key = watch.register(timeout: timeout) { error in
+            expired.value = error
+            cancelOnTimeout()
+        }
+        defer { watch.remove(key) }
+        let watch = self.watch
+        do {
+            return try await transfer(request, onActivity: { watch.touch(key) }, onProgress: onProgress)
+        } catch {
+            if let timedOut = expired.value { throw timedOut }
+            throw error
         }
     }
 
-    /// Throws `.timedOut` once no byte has arrived for `timeout.idle`, or the
-    /// whole transfer has taken longer than `timeout.total`.
-    private static func watchdog(timeout: Timeout, activity: Locked<Duration>, timebase: Timebase) async throws {
-        let start = timebase.now()
-        let totalDeadline = timeout.total.map { start + $0 }
-        while true {
-            let idleDeadline = activity.withLock { $0 } + timeout.idle
-            let deadline = totalDeadline.map { min($0, idleDeadline) } ?? idleDeadline
-            try await timebase.sleepUntil(deadline)
-            let now = timebase.now()
-            if let totalDeadline, now >= totalDeadline {
-                throw DepotError(.timedOut, detail: "\(timeout.total!) in total")
-            }
-            if now >= activity.withLock({ $0 }) + timeout.idle {
-                throw DepotError(.timedOut, detail: "\(timeout.idle) without a byte")
-            }
+    /// Sends `request` in a task of its own, so a timeout can stop it without
+    /// cancelling the caller. Cancelling the caller cancels the transfer.
+    func run(
+        _ request: TransportRequest,
+        timeout: Timeout,
+        onProgress: @escaping @Sendable (TransferProgress) -> Void
+    ) async throws -> Result {
+        let handle = Locked<Task<Result, any Error>?>(nil)
+        let task = Task {
+            try await self.run(request, timeout: timeout, cancelOnTimeout: { handle.value?.cancel() }, onProgress: onProgress)
+        }
+        handle.value = task
+        return try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            task.cancel()
         }
     }
 
     private func transfer(
         _ original: TransportRequest,
-        activity: Locked<Duration>,
+        onActivity: @escaping @Sendable () -> Void,
         onProgress: @escaping @Sendable (TransferProgress) -> Void
     ) async throws -> Result {
         var request = original
@@ -71,7 +81,7 @@ struct TransferPipeline: Sendable {
             let sent = timebase.now()
             let head = try await transport.send(request)
             let firstByte = timebase.now()
-            activity.withLock { $0 = firstByte }
+            onActivity()
 
             if let next = try redirectTarget(of: head, for: request) {
                 redirects += 1
@@ -96,7 +106,7 @@ struct TransferPipeline: Sendable {
                     throw DepotError(.tooLarge, status: head.status, detail: "more than the limit of \(maximumBodySize) bytes")
                 }
                 body.append(chunk)
-                activity.withLock { $0 = timebase.now() }
+                onActivity()
                 onProgress(TransferProgress(received: Int64(body.count), expected: expected))
             }
             // A cancelled consumer sees the stream end early; that is not a complete body.

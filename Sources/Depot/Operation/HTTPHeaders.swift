@@ -95,7 +95,16 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 }
 
 extension String {
+    /// ASCII case-insensitive equality, without allocating (header names are ASCII tokens).
     func caseInsensitiveEquals(_ other: String) -> Bool {
-        self.utf8.count == other.utf8.count && self.lowercased() == other.lowercased()
+        let lhs = self.utf8
+        let rhs = other.utf8
+        guard lhs.count == rhs.count else { return false }
+        for (a, b) in zip(lhs, rhs) where a != b {
+            let lowerA = (a >= 65 && a <= 90) ? a | 0x20 : a
+            let lowerB = (b >= 65 && b <= 90) ? b | 0x20 : b
+            if lowerA != lowerB { return false }
+        }
+        return true
     }
 }

@@ -35,17 +35,33 @@ public struct OperationContext: Sendable {
     public let ticket: Ticket.ID
     /// Which attempt this is, starting at 1.
     public let attempt: Int
-    /// A logger with the operation's metadata attached.
-    public let logger: Logger
+    /// A logger with the operation's metadata (`depot.ticket`, `depot.operation`) attached.
+    public var logger: Logger {
+        guard let operationName else { return baseLogger }
+        var logger = baseLogger
+        logger[metadataKey: "depot.ticket"] = "\(ticket)"
+        logger[metadataKey: "depot.operation"] = "\(operationName)"
+        return logger
+    }
+
+    // Metadata is attached on access: setting it costs allocations (and a
+    // re-render in some handlers) on every operation otherwise.
+    private let baseLogger: Logger
+    private let operationName: String?
     /// The values configured on the controller.
     public let values: OperationContextValues
 
     /// Makes a context; useful for calling `process` directly in a test.
     public init(ticket: Ticket.ID = Ticket.ID(rawValue: 0), attempt: Int = 1, logger: Logger = Logger(label: "depot"), values: OperationContextValues = OperationContextValues()) {
+        self.init(ticket: ticket, attempt: attempt, logger: logger, values: values, operationName: nil)
+    }
+
+    init(ticket: Ticket.ID, attempt: Int, logger: Logger, values: OperationContextValues, operationName: String?) {
         self.ticket = ticket
         self.attempt = attempt
-        self.logger = logger
+        self.baseLogger = logger
         self.values = values
+        self.operationName = operationName
     }
 
     /// The value for `key`.

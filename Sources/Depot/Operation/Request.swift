@@ -143,10 +143,11 @@ public struct Request: Sendable {
         case .url(let url):
             base = url
         case .path(let path):
-            if let absolute = URL(string: path), absolute.scheme != nil {
+            if path.contains("://"), let absolute = URL(string: path), absolute.scheme != nil {
                 base = absolute
             } else if let baseURL {
-                guard let joined = URL(string: path, relativeTo: baseURL.appendingSlashIfNeeded())?.absoluteURL else {
+                let directory = baseURL.absoluteString.hasSuffix("/") ? baseURL : baseURL.appendingSlashIfNeeded()
+                guard let joined = URL(string: path, relativeTo: directory)?.absoluteURL else {
                     throw DepotError(.invalidRequest, detail: "cannot resolve path \"\(path)\" against \(baseURL)")
                 }
                 base = joined

@@ -75,7 +75,8 @@ public struct TransportResponse: Sendable {
 
     /// The `Content-Length`, when present and valid.
     public var expectedLength: Int64? {
-        headers["Content-Length"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+        guard let value = headers["Content-Length"] else { return nil }
+        return Int64(value) ?? Int64(value.trimmingCharacters(in: .whitespaces))
     }
 }
 
