@@ -45,6 +45,7 @@ let package = Package(
             name: "nerdfeed",
             dependencies: [
                 "Depot",
+                "DepotAsyncHTTPClient",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

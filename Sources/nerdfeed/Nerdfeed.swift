@@ -4,6 +4,7 @@
 // NetworkController and prints it. No internet is needed. The full reader
 // (RSS, cache, interactive view) replaces this when it lands.
 import Depot
+import DepotAsyncHTTPClient
 import Foundation
 import Hummingbird
 import Logging
@@ -79,7 +80,13 @@ struct Nerdfeed {
             exit(1)
         }
 
-        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://127.0.0.1:\(port)")!))
+        // On Linux, AsyncHTTPClient is the faster transport (see BENCHMARKS.md).
+        #if os(Linux)
+        let transport: any Transport = AsyncHTTPClientTransport()
+        #else
+        let transport: any Transport = URLSessionTransport()
+        #endif
+        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://127.0.0.1:\(port)")!, transport: transport))
         print("nerdfeed: embedded server on 127.0.0.1:\(port)")
         do {
             let songs = try await controller.perform(FetchTopSongs())

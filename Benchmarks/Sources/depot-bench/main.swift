@@ -14,7 +14,9 @@ case "transport", nil:
     let requests = arguments.count > 1 ? Int(arguments[1]) ?? 5000 : 5000
     let repeats = arguments.count > 2 ? Int(arguments[2]) ?? 3 : 3
     try await TransportBench.run(requests: requests, repeats: repeats)
+case "overhead":
+    try await OverheadBench.run(operations: arguments.count > 1 ? Int(arguments[1]) ?? 100_000 : 100_000)
 default:
-    print("usage: depot-bench [transport [requests] [repeats] | serve]")
+    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | serve]")
     exit(2)
 }
