@@ -76,7 +76,7 @@ public final class NetworkController: Sendable {
         case emit(NetworkEvent)
         case cancel(Task<Void, Never>)
         case resume(CheckedContinuation<Void, Never>)
-        case launch(Ticket.ID, JobRunner)
+        case launch(Ticket.ID, JobRunner, immediately: Bool)
         case deliver(@Sendable (Swift.Result<any Sendable, DepotError>) -> Void, Swift.Result<any Sendable, DepotError>)
         case log(Logger.Level, Logger.Message, Logger.Metadata)
     }
@@ -139,9 +139,7 @@ public final class NetworkController: Sendable {
         let holder = Locked<Ticket?>(nil)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Swift.Result<any Sendable, DepotError>, Never>) in
-                let ticket = Self.$launchesImmediately.withValue(true) {
-                    submit(operation, after: dependencies) { continuation.resume(returning: $0) }
-                }
+                let ticket = submit(operation, after: dependencies, startsImmediately: true) { continuation.resume(returning: $0) }
                 holder.withLock { $0 = ticket }
                 if Task.isCancelled { ticket.cancel() }
             }
@@ -162,9 +160,12 @@ public final class NetworkController: Sendable {
         }
     }
 
+    /// - Parameter startsImmediately: Start this ticket's job on the calling thread
+    ///   if it can start at once (`perform`: the caller is about to suspend anyway).
     private func submit<Operation: NetworkOperation>(
         _ operation: Operation,
         after dependencies: [Ticket],
+        startsImmediately: Bool = false,
         deliver: @escaping @Sendable (Swift.Result<any Sendable, DepotError>) -> Void
     ) -> Ticket {
         let id = Ticket.ID(rawValue: Self.ticketCounter.wrappingAdd(1, ordering: .relaxed).newValue)
@@ -211,7 +212,7 @@ public final class NetworkController: Sendable {
             }
             state.records[id] = record
             effects.append(.emit(event(id, name, .enqueued(priority: entry.priority, category: entry.category), at: now)))
-            effects += apply(state.scheduler.enqueue(entry), in: &state, at: now)
+            effects += apply(state.scheduler.enqueue(entry), in: &state, at: now, immediate: startsImmediately ? id : nil)
         }
         perform(effects)
         return ticket
@@ -394,7 +395,7 @@ public final class NetworkController: Sendable {
 
     // MARK: - Applying the scheduler's actions
 
-    private func apply(_ actions: [Scheduler.Action], in state: inout State, at now: Duration, result: JobResult? = nil) -> [Effect] {
+    private func apply(_ actions: [Scheduler.Action], in state: inout State, at now: Duration, result: JobResult? = nil, immediate: Ticket.ID? = nil) -> [Effect] {
         var effects: [Effect] = []
         var resolved: [Ticket.ID: Ticket] = [:]
         for action in actions {
@@ -411,7 +412,7 @@ public final class NetworkController: Sendable {
                 }
                 // Launched after the events above are emitted, so a job's own events
                 // (progress, finished) can never overtake its enqueued and started events.
-                effects.append(.launch(job, record.runner))
+                effects.append(.launch(job, record.runner, immediately: job == immediate))
             case .abort(let job):
                 if let task = state.tasks[job] {
                     effects.append(.cancel(task))
@@ -499,21 +500,18 @@ public final class NetworkController: Sendable {
         return effects
     }
 
-    private func launch(_ job: Ticket.ID, _ runner: @escaping JobRunner) {
+    private func launch(_ job: Ticket.ID, _ runner: @escaping JobRunner, immediately: Bool) {
         let environment = JobEnvironment(
             job: job,
             onProgress: { [weak self] progress in self?.reportProgress(job: job, progress) },
             cancel: { [weak self] in self?.cancelJobTask(job) }
         )
         let work: @Sendable () async -> Void = { [weak self] in
-            // Jobs this one starts when it ends launch normally, not on its thread.
-            await Self.$launchesImmediately.withValue(false) {
-                let outcome = await runner(environment)
-                self?.jobEnded(job, outcome)
-            }
+            let outcome = await runner(environment)
+            self?.jobEnded(job, outcome)
         }
         let task: Task<Void, Never>
-        if Self.launchesImmediately, #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+        if immediately, #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
             // `perform` callers are already in an async context: start the job on
             // this thread instead of waking another one (saves a thread hop per request).
             task = Task.immediate { await work() }
@@ -538,8 +536,6 @@ public final class NetworkController: Sendable {
         for waiter in idleWaiters { waiter.resume() }
     }
 
-    /// Set by `perform` so its jobs start on the caller's thread.
-    @TaskLocal static var launchesImmediately = false
 
     /// Cancels a job's task without touching its tickets (a timeout: the job fails, it is not cancelled).
     private func cancelJobTask(_ job: Ticket.ID) {
@@ -593,8 +589,8 @@ public final class NetworkController: Sendable {
                 deliver(result)
             case .cancel(let task):
                 task.cancel()
-            case .launch(let job, let runner):
-                launch(job, runner)
+            case .launch(let job, let runner, let immediately):
+                launch(job, runner, immediately: immediately)
             case .resume(let continuation):
                 continuation.resume()
             case .log(let level, let message, let metadata):

@@ -90,7 +90,15 @@ public struct ResponseBody: AsyncSequence, Sendable {
     public typealias Element = Data
     public typealias Failure = any Error
 
-    private let stream: AsyncThrowingStream<Data, any Error>
+    /// Where the chunks come from. Pulled and in-memory bodies skip the stream
+    /// machinery: a body is made for every response, so it must be cheap.
+    private enum Source: Sendable {
+        case data(Data)
+        case pull(@Sendable () async throws -> Data?)
+        case stream(AsyncThrowingStream<Data, any Error>)
+    }
+
+    private let source: Source
     private let stopper: Stopper?
 
     /// A body fed by a transport through a continuation.
@@ -108,49 +116,74 @@ public struct ResponseBody: AsyncSequence, Sendable {
         }
         // Weak: the producer holds the continuation, and must not keep the stopper alive.
         continuation.onTermination = { [weak stopper] _ in stopper?.stop() }
-        return (ResponseBody(stream: stream, stopper: stopper), continuation)
+        return (ResponseBody(source: .stream(stream), stopper: stopper), continuation)
     }
 
     /// A body that is already in memory.
     public init(data: Data) {
-        let (stream, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
-        if !data.isEmpty { continuation.yield(data) }
-        continuation.finish()
-        self.stream = stream
+        self.source = .data(data)
         self.stopper = nil
     }
 
     /// A body pulled chunk by chunk: `next` is called when the consumer wants more,
-    /// and returns `nil` at the end.
+    /// and returns `nil` at the end. Only one iterator may pull at a time.
     public init(unfolding next: @escaping @Sendable () async throws -> Data?) {
-        self.stream = AsyncThrowingStream(unfolding: next)
-        self.stopper = nil
+        let cancelled = Locked(false)
+        self.source = .pull { cancelled.value ? nil : try await next() }
+        self.stopper = Stopper { cancelled.value = true }
     }
 
     /// An empty body.
     public static var empty: ResponseBody { ResponseBody(data: Data()) }
 
-    private init(stream: AsyncThrowingStream<Data, any Error>, stopper: Stopper?) {
-        self.stream = stream
+    private init(source: Source, stopper: Stopper?) {
+        self.source = source
         self.stopper = stopper
     }
 
-    /// Stops the transfer. Iteration ends with ``DepotError/Code/cancelled``.
+    /// Stops the transfer: a streamed body ends with ``DepotError/Code/cancelled``,
+    /// a pulled body reads no further chunk and releases its source with the body.
     public func cancel() {
         stopper?.stop()
     }
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(base: stream.makeAsyncIterator(), stopper: stopper)
+        switch source {
+        case .data(let data): return Iterator(base: .data(data.isEmpty ? nil : data), stopper: stopper)
+        case .pull(let next): return Iterator(base: .pull(next), stopper: stopper)
+        case .stream(let stream): return Iterator(base: .stream(stream.makeAsyncIterator()), stopper: stopper)
+        }
     }
 
     /// Iterates the chunks; keeps the transfer alive while it is in use.
     public struct Iterator: AsyncIteratorProtocol {
-        var base: AsyncThrowingStream<Data, any Error>.AsyncIterator
+        enum Base {
+            case data(Data?)
+            case pull((@Sendable () async throws -> Data?)?)
+            case stream(AsyncThrowingStream<Data, any Error>.AsyncIterator)
+        }
+
+        var base: Base
         let stopper: Stopper?
 
         public mutating func next() async throws -> Data? {
-            try await base.next()
+            switch base {
+            case .data(let data):
+                base = .data(nil)
+                return data
+            case .pull(let next):
+                guard let next else { return nil }
+                try Task.checkCancellation()
+                guard let chunk = try await next() else {
+                    base = .pull(nil)
+                    return nil
+                }
+                return chunk
+            case .stream(var iterator):
+                let chunk = try await iterator.next()
+                base = .stream(iterator)
+                return chunk
+            }
         }
     }
 
