@@ -8,6 +8,8 @@ let package = Package(
         .library(name: "Depot", targets: ["Depot"]),
         .library(name: "DepotAsyncHTTPClient", targets: ["DepotAsyncHTTPClient"]),
         .library(name: "DepotTesting", targets: ["DepotTesting"]),
+        .library(name: "DemoServer", targets: ["DemoServer"]),
+        .executable(name: "depot-server", targets: ["depot-server"]),
         .executable(name: "nerdfeed", targets: ["nerdfeed"]),
     ],
     dependencies: [
@@ -17,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         .target(
@@ -41,14 +44,27 @@ let package = Package(
             name: "DepotTesting",
             dependencies: ["Depot"]
         ),
+        .target(
+            name: "DemoServer",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "depot-server",
+            dependencies: [
+                "DemoServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(
             name: "nerdfeed",
             dependencies: [
                 "Depot",
                 "DepotAsyncHTTPClient",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
+                "DemoServer",
             ]
         ),
         .testTarget(
@@ -62,6 +78,15 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "DemoServerTests",
+            dependencies: [
+                "DemoServer",
+                "DepotTesting",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
     ]

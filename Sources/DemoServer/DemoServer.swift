@@ -1,0 +1,211 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// A real HTTP backend for Depot's example apps and tests, on Hummingbird.
+///
+/// Start it in-process and it tells you the port it bound:
+///
+/// ```swift
+/// let server = try await DemoServer.start(.init(port: 0, seed: 7))
+/// print(server.baseURL)          // http://127.0.0.1:54321
+/// // ... fetch /forum/rss, /forum/atom, /topsongs/limit=10/json ...
+/// await server.stop()
+/// ```
+///
+/// Or scoped, so it always stops:
+///
+/// ```swift
+/// try await DemoServer.withRunning(.init()) { server in ... }
+/// ```
+///
+/// Data is generated from the seed and kept in memory, so two servers with the
+/// same seed and the same clock answer the same bytes.
+public final class DemoServer: Sendable {
+    /// How a server is set up.
+    public struct Configuration: Sendable {
+        /// The address to bind. Only loopback addresses are expected.
+        public var host: String
+        /// The port; 0 picks a free one.
+        public var port: Int
+        /// The seed all generated data comes from.
+        public var seed: UInt64
+        /// How many forum posts exist at start.
+        public var initialPosts: Int
+        /// A new forum post appears every this much server time.
+        public var postInterval: Duration
+        /// The wall-clock date the server's time starts at (publication dates are relative to it).
+        public var epoch: Date
+        /// The server's clock. Inject a manual clock in tests to make posts appear on demand.
+        public var clock: any Clock<Duration>
+
+        /// Makes a configuration.
+        public init(
+            host: String = "127.0.0.1",
+            port: Int = 0,
+            seed: UInt64 = 1,
+            initialPosts: Int = 20,
+            postInterval: Duration = .seconds(60),
+            epoch: Date = Date(timeIntervalSince1970: 1_767_225_600),
+            clock: any Clock<Duration> = ContinuousClock()
+        ) {
+            self.host = host
+            self.port = port
+            self.seed = seed
+            self.initialPosts = initialPosts
+            self.postInterval = postInterval
+            self.epoch = epoch
+            self.clock = clock
+        }
+    }
+
+    /// What the server has served, per route.
+    public struct Stats: Codable, Sendable, Hashable {
+        /// Requests per route pattern, for example `GET /forum/rss`.
+        public var requests: [String: Int] = [:]
+        /// Body bytes sent in all.
+        public var bytesSent: Int = 0
+        /// Responses that were 304 Not Modified.
+        public var notModified: Int = 0
+    }
+
+    /// The configuration it was started with (with the bound port).
+    public let configuration: Configuration
+    private let group: ServiceGroup
+    private let task: Task<Void, any Error>
+    private let state: ServerState
+
+    /// The port the server is bound to.
+    public var port: Int { configuration.port }
+
+    /// `http://host:port`.
+    public var baseURL: URL { URL(string: "http://\(configuration.host):\(configuration.port)")! }
+
+    /// A copy of the counters.
+    public var currentStats: Stats { state.stats.withLock { $0 } }
+
+    private init(configuration: Configuration, group: ServiceGroup, task: Task<Void, any Error>, state: ServerState) {
+        self.configuration = configuration
+        self.group = group
+        self.task = task
+        self.state = state
+    }
+
+    /// Starts a server and returns once it listens.
+    public static func start(_ configuration: Configuration = Configuration()) async throws -> DemoServer {
+        let state = ServerState(configuration: configuration)
+        let router = Router()
+        router.middlewares.add(StatsMiddleware(state: state))
+        NerdfeedRoutes.add(to: router, state: state)
+        router.get("/_stats") { _, _ in
+            let data = try JSONEncoder().encode(state.stats.withLock { $0 })
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        }
+
+        let quiet = Logger(label: "depot-server") { _ in SwiftLogNoOpLogHandler() }
+        let (ports, portSignal) = AsyncStream<Int>.makeStream()
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "depot-server"),
+            onServerRunning: { channel in
+                portSignal.yield(channel.localAddress?.port ?? 0)
+                portSignal.finish()
+            },
+            logger: quiet
+        )
+        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], cancellationSignals: [], logger: quiet)
+        let task = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next(), port > 0 else {
+            task.cancel()
+            _ = await task.result
+            throw DemoServerError(message: "could not bind \(configuration.host):\(configuration.port)")
+        }
+        var bound = configuration
+        bound.port = port
+        return DemoServer(configuration: bound, group: group, task: task, state: state)
+    }
+
+    /// Runs `body` with a started server and stops the server afterwards.
+    public static func withRunning<T>(
+        _ configuration: Configuration = Configuration(),
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (DemoServer) async throws -> T
+    ) async throws -> T {
+        let server = try await start(configuration)
+        do {
+            let result = try await body(server)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+
+    /// Stops gracefully: requests in flight finish, then the listener closes.
+    public func stop() async {
+        await group.triggerGracefulShutdown()
+        _ = await task.result
+    }
+
+    /// Serves until the task is cancelled or the process gets SIGINT/SIGTERM.
+    public func waitUntilStopped() async throws {
+        try await task.value
+    }
+}
+
+/// Why the demo server could not do what was asked.
+public struct DemoServerError: Error, CustomStringConvertible {
+    /// What went wrong.
+    public let message: String
+    public var description: String { "depot-server: \(message)" }
+}
+
+/// State shared by the route handlers.
+final class ServerState: Sendable {
+    let configuration: DemoServer.Configuration
+    let feed: ForumFeed
+    let stats = Mutex(DemoServer.Stats())
+    private let elapsedNow: @Sendable () -> Duration
+
+    init(configuration: DemoServer.Configuration) {
+        self.configuration = configuration
+        self.feed = ForumFeed(seed: configuration.seed, initialPosts: configuration.initialPosts, postInterval: configuration.postInterval, epoch: configuration.epoch)
+        self.elapsedNow = Self.elapsed(on: configuration.clock)
+    }
+
+    private static func elapsed<C: Clock>(on clock: C) -> @Sendable () -> Duration where C.Duration == Duration {
+        let origin = clock.now
+        return { origin.duration(to: clock.now) }
+    }
+
+    /// Server time since start.
+    var elapsed: Duration { elapsedNow() }
+
+    /// The wall-clock date of server time now.
+    var now: Date {
+        configuration.epoch.addingTimeInterval(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+}
+
+/// Counts requests per route and bytes sent.
+private struct StatsMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    let state: ServerState
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let response = try await next(request, context)
+        let route = "\(request.method.rawValue) \(context.endpointPath ?? request.uri.path)"
+        let bytes = response.body.contentLength ?? 0
+        state.stats.withLock { stats in
+            stats.requests[route, default: 0] += 1
+            stats.bytesSent += bytes
+            if response.status == .notModified { stats.notModified += 1 }
+        }
+        return response
+    }
+}

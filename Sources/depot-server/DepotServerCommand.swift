@@ -1,0 +1,37 @@
+import ArgumentParser
+import DemoServer
+import Foundation
+
+/// `depot-server`: the demo backend as its own process.
+@main
+struct DepotServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "depot-server",
+        abstract: "A local HTTP backend for Depot's example apps: forum RSS/Atom and top songs, with ETags."
+    )
+
+    @Option(help: "The port to listen on; 0 picks a free one and prints it.")
+    var port: Int = 8080
+
+    @Option(help: "The address to bind (loopback only).")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "The seed all generated data comes from.")
+    var seed: UInt64 = 1
+
+    @Option(help: "Seconds between new forum posts.")
+    var postInterval: Int = 60
+
+    mutating func run() async throws {
+        let server = try await DemoServer.start(.init(
+            host: host,
+            port: port,
+            seed: seed,
+            postInterval: .seconds(max(1, postInterval)),
+            epoch: Date()
+        ))
+        print("depot-server listening on \(server.baseURL.absoluteString)")
+        print("routes: /forum/rss  /forum/atom  /topsongs/limit=10/json  /_stats")
+        try await server.waitUntilStopped()
+    }
+}
