@@ -100,30 +100,46 @@ public final class DemoServer: Sendable {
         let router = Router()
         router.middlewares.add(StatsMiddleware(state: state))
         NerdfeedRoutes.add(to: router, state: state)
+        FaultRoutes.add(to: router, state: state)
         router.get("/_stats") { _, _ in
             let data = try JSONEncoder().encode(state.stats.withLock { $0 })
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
         }
 
+        let echoRouter = Router()
+        EchoRoutes.add(to: echoRouter, state: state)
+
         let quiet = Logger(label: "depot-server") { _ in SwiftLogNoOpLogHandler() }
-        let (ports, portSignal) = AsyncStream<Int>.makeStream()
+        let (ports, portSignal) = AsyncStream<(Int, Int)>.makeStream()
         let app = Application(
             router: router,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "depot-server"),
-            onServerRunning: { channel in
-                portSignal.yield(channel.localAddress?.port ?? 0)
-                portSignal.finish()
-            },
+            onServerRunning: { channel in portSignal.yield((0, channel.localAddress?.port ?? 0)) },
             logger: quiet
         )
-        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], cancellationSignals: [], logger: quiet)
+        // The second listener, on another port: another origin for redirect tests.
+        let echo = Application(
+            router: echoRouter,
+            configuration: .init(address: .hostname(configuration.host, port: 0), serverName: "depot-server-echo"),
+            onServerRunning: { channel in portSignal.yield((1, channel.localAddress?.port ?? 0)) },
+            logger: quiet
+        )
+        let group = ServiceGroup(services: [app, echo], gracefulShutdownSignals: [], cancellationSignals: [], logger: quiet)
         let task = Task { try await group.run() }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next(), port > 0 else {
+        // If a listener cannot bind, the group ends: stop waiting for ports then.
+        Task { _ = await task.result; portSignal.finish() }
+        var listening: [Int: Int] = [:]
+        for await (listener, port) in ports {
+            listening[listener] = port
+            if listening.count == 2 { break }
+        }
+        guard let port = listening[0], port > 0, let echoPort = listening[1], echoPort > 0 else {
             task.cancel()
             _ = await task.result
             throw DemoServerError(message: "could not bind \(configuration.host):\(configuration.port)")
         }
+        state.boundPort.withLock { $0 = port }
+        state.crossOriginPort.withLock { $0 = echoPort }
         var bound = configuration
         bound.port = port
         return DemoServer(configuration: bound, group: group, task: task, state: state)
@@ -146,8 +162,12 @@ public final class DemoServer: Sendable {
         }
     }
 
-    /// Stops gracefully: requests in flight finish, then the listener closes.
+    /// The headers the second listener received last (after ``Fault/redirectCrossOrigin``).
+    public var crossOriginHeaders: [String: String]? { state.crossOriginHeaders.withLock { $0 } }
+
+    /// Stops gracefully: requests in flight finish, then the listeners close.
     public func stop() async {
+        state.stopping.withLock { $0 = true }
         await group.triggerGracefulShutdown()
         _ = await task.result
     }
@@ -170,18 +190,28 @@ final class ServerState: Sendable {
     let configuration: DemoServer.Configuration
     let feed: ForumFeed
     let stats = Mutex(DemoServer.Stats())
+    let boundPort = Mutex(0)
+    let crossOriginPort = Mutex(0)
+    let crossOriginHeaders = Mutex<[String: String]?>(nil)
+    let stopping = Mutex(false)
     private let elapsedNow: @Sendable () -> Duration
+    private let sleeper: @Sendable (Duration) async throws -> Void
 
     init(configuration: DemoServer.Configuration) {
         self.configuration = configuration
         self.feed = ForumFeed(seed: configuration.seed, initialPosts: configuration.initialPosts, postInterval: configuration.postInterval, epoch: configuration.epoch)
-        self.elapsedNow = Self.elapsed(on: configuration.clock)
+        (self.elapsedNow, self.sleeper) = Self.timeline(on: configuration.clock)
     }
 
-    private static func elapsed<C: Clock>(on clock: C) -> @Sendable () -> Duration where C.Duration == Duration {
+    private static func timeline<C: Clock>(on clock: C) -> (@Sendable () -> Duration, @Sendable (Duration) async throws -> Void) where C.Duration == Duration {
         let origin = clock.now
-        return { origin.duration(to: clock.now) }
+        return ({ origin.duration(to: clock.now) }, { try await clock.sleep(for: $0) })
     }
+
+    /// Sleeps on the server's clock (pacing of drip bodies and delays).
+    func sleep(for duration: Duration) async throws { try await sleeper(duration) }
+
+    var isStopping: Bool { stopping.withLock { $0 } }
 
     /// Server time since start.
     var elapsed: Duration { elapsedNow() }
