@@ -41,6 +41,8 @@ public final class DemoServer: Sendable {
         public var epoch: Date
         /// The server's clock. Inject a manual clock in tests to make posts appear on demand.
         public var clock: any Clock<Duration>
+        /// The link's behaviour for every route; `POST /_control` changes it at runtime.
+        public var conditions: NetworkConditions
 
         /// Makes a configuration.
         public init(
@@ -50,7 +52,8 @@ public final class DemoServer: Sendable {
             initialPosts: Int = 20,
             postInterval: Duration = .seconds(60),
             epoch: Date = Date(timeIntervalSince1970: 1_767_225_600),
-            clock: any Clock<Duration> = ContinuousClock()
+            clock: any Clock<Duration> = ContinuousClock(),
+            conditions: NetworkConditions = .none
         ) {
             self.host = host
             self.port = port
@@ -59,6 +62,7 @@ public final class DemoServer: Sendable {
             self.postInterval = postInterval
             self.epoch = epoch
             self.clock = clock
+            self.conditions = conditions
         }
     }
 
@@ -99,6 +103,8 @@ public final class DemoServer: Sendable {
         let state = ServerState(configuration: configuration)
         let router = Router()
         router.middlewares.add(StatsMiddleware(state: state))
+        router.middlewares.add(ConditionsMiddleware(state: state))
+        ControlRoutes.add(to: router, state: state)
         NerdfeedRoutes.add(to: router, state: state)
         FaultRoutes.add(to: router, state: state)
         router.get("/_stats") { _, _ in
@@ -194,6 +200,7 @@ final class ServerState: Sendable {
     let crossOriginPort = Mutex(0)
     let crossOriginHeaders = Mutex<[String: String]?>(nil)
     let stopping = Mutex(false)
+    private let link: Mutex<(global: NetworkConditions, routes: [String: NetworkConditions], random: SplitMix64)>
     private let elapsedNow: @Sendable () -> Duration
     private let sleeper: @Sendable (Duration) async throws -> Void
 
@@ -201,6 +208,32 @@ final class ServerState: Sendable {
         self.configuration = configuration
         self.feed = ForumFeed(seed: configuration.seed, initialPosts: configuration.initialPosts, postInterval: configuration.postInterval, epoch: configuration.epoch)
         (self.elapsedNow, self.sleeper) = Self.timeline(on: configuration.clock)
+        self.link = Mutex((configuration.conditions, [:], SplitMix64(seed: configuration.seed)))
+    }
+
+    /// The conditions for a request path: the route's, over the global ones.
+    func conditions(for path: String) -> NetworkConditions {
+        link.withLock { $0.global.overridden(by: $0.routes[path]) }
+    }
+
+    /// Applies a `POST /_control` request.
+    func control(_ request: ControlRequest) {
+        link.withLock { link in
+            if request.reset == true {
+                link.global = configuration.conditions
+                link.routes = [:]
+            }
+            if let route = request.route {
+                link.routes[route] = (link.routes[route] ?? .none).overridden(by: request.conditions)
+            } else if request.reset != true {
+                link.global = link.global.overridden(by: request.conditions)
+            }
+        }
+    }
+
+    /// The next number in 0..<1 from the seeded generator (for the fail rate).
+    func nextUnit() -> Double {
+        link.withLock { Double($0.random.next() >> 11) / Double(1 << 53) }
     }
 
     private static func timeline<C: Clock>(on clock: C) -> (@Sendable () -> Duration, @Sendable (Duration) async throws -> Void) where C.Duration == Duration {

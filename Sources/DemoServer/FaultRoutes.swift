@@ -42,6 +42,8 @@ extension DemoServer {
         case wrongContentType
         /// 200 with an empty body.
         case empty
+        /// `count` bytes of filler: a body of known size, for pacing checks.
+        case bytes(Int)
 
         /// The path and query of this fault.
         public var path: String {
@@ -61,6 +63,7 @@ extension DemoServer {
             case .xmlExternalEntity: return "/faults/xml-external-entity"
             case .wrongContentType: return "/faults/wrong-content-type"
             case .empty: return "/faults/empty"
+            case .bytes(let count): return "/faults/bytes/\(count)"
             }
         }
     }
@@ -165,6 +168,11 @@ enum FaultRoutes {
         }
         router.get("/faults/wrong-content-type") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: #"{"feed":{"entry":[]}}"#)))
+        }
+        router.get("/faults/bytes/:count") { _, context in
+            let count = try context.parameters.require("count", as: Int.self)
+            guard (0...(50 << 20)).contains(count) else { return text(.badRequest, "count must be 0...52428800") }
+            return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(repeating: UInt8(ascii: "b"), count: count)))
         }
         router.get("/faults/empty") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/json", .contentLength: "0"])

@@ -22,16 +22,32 @@ struct DepotServerCommand: AsyncParsableCommand {
     @Option(help: "Seconds between new forum posts.")
     var postInterval: Int = 60
 
+    @Option(help: "Delay before every response, in milliseconds.")
+    var latency: Int?
+
+    @Option(help: "Stream bodies in paced chunks at this many kilobits per second.")
+    var bandwidth: Int?
+
+    @Option(help: "The fraction of requests (0...1) answered with 503.")
+    var failRate: Double?
+
+    mutating func validate() throws {
+        if let failRate, !(0...1).contains(failRate) {
+            throw ValidationError("--fail-rate must be between 0 and 1")
+        }
+    }
+
     mutating func run() async throws {
         let server = try await DemoServer.start(.init(
             host: host,
             port: port,
             seed: seed,
             postInterval: .seconds(max(1, postInterval)),
-            epoch: Date()
+            epoch: Date(),
+            conditions: NetworkConditions(latencyMs: latency, bandwidthKbps: bandwidth, failRate: failRate)
         ))
         print("depot-server listening on \(server.baseURL.absoluteString)")
-        print("routes: /forum/rss  /forum/atom  /topsongs/limit=10/json  /_stats")
+        print("routes: /forum/rss  /forum/atom  /topsongs/limit=10/json  /faults/...  /_stats  POST /_control")
         try await server.waitUntilStopped()
     }
 }
