@@ -43,6 +43,8 @@ public final class DemoServer: Sendable {
         public var clock: any Clock<Duration>
         /// The link's behaviour for every route; `POST /_control` changes it at runtime.
         public var conditions: NetworkConditions
+        /// The approximate size of each `/avatars/N.png`.
+        public var avatarBytes: Int
 
         /// Makes a configuration.
         public init(
@@ -53,7 +55,8 @@ public final class DemoServer: Sendable {
             postInterval: Duration = .seconds(60),
             epoch: Date = Date(timeIntervalSince1970: 1_767_225_600),
             clock: any Clock<Duration> = ContinuousClock(),
-            conditions: NetworkConditions = .none
+            conditions: NetworkConditions = .none,
+            avatarBytes: Int = 20_000
         ) {
             self.host = host
             self.port = port
@@ -63,6 +66,7 @@ public final class DemoServer: Sendable {
             self.epoch = epoch
             self.clock = clock
             self.conditions = conditions
+            self.avatarBytes = avatarBytes
         }
     }
 
@@ -107,6 +111,8 @@ public final class DemoServer: Sendable {
         ControlRoutes.add(to: router, state: state)
         NerdfeedRoutes.add(to: router, state: state)
         FaultRoutes.add(to: router, state: state)
+        SenbeiRoutes.add(to: router, state: state)
+        TimelineRoutes.add(to: router, state: state)
         router.get("/_stats") { _, _ in
             let data = try JSONEncoder().encode(state.stats.withLock { $0 })
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))

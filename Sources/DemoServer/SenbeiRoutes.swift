@@ -1,0 +1,226 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import Synchronization
+
+/// A Fat Free CRM-like JSON API for the Senbei example, behind HTTP Basic auth.
+///
+/// Lists answer `{"items": [...], "page": N, "per_page": M, "total": T}`;
+/// validation errors answer 422 with `{"errors": {"field": ["message"]}}`.
+enum SenbeiRoutes {
+    struct Entity: Codable, Sendable, Hashable {
+        var id: Int
+        var name: String
+        var email: String?
+        var company: String?
+    }
+
+    struct Comment: Codable, Sendable, Hashable {
+        var id: Int
+        var commentableType: String
+        var commentableId: Int
+        var comment: String
+    }
+
+    struct CRMTask: Codable, Sendable, Hashable {
+        var id: Int
+        var name: String
+        var due: String   // yyyy-MM-dd, UTC
+        var completed: Bool
+    }
+
+    struct Activity: Codable, Sendable, Hashable {
+        var id: Int
+        var action: String
+        var subject: String
+    }
+
+    struct Page<Item: Codable & Sendable>: Codable, Sendable {
+        var items: [Item]
+        var page: Int
+        var perPage: Int
+        var total: Int
+    }
+
+    struct Store: Sendable {
+        var lists: [String: [Entity]]
+        var comments: [Comment] = []
+        var tasks: [CRMTask]
+        var activities: [Activity] = []
+        var nextID = 10_000
+    }
+
+    static let kinds = ["accounts", "contacts", "leads", "opportunities", "campaigns"]
+    static let username = "admin"
+    static let password = "secret"
+
+    static func makeStore(seed: UInt64, today: Date) -> Store {
+        var random = SplitMix64(seed: seed &+ 99)
+        let first = ["Ann", "Bob", "Chen", "Dana", "Eve", "Farid", "Grace", "Hiro", "Ines", "Jon"]
+        let last = ["Smith", "Okafor", "Nakamura", "Silva", "Kowalski", "Haddad", "Larsen", "Moreau"]
+        let companies = ["Big Nerd Ranch", "Initech", "Hooli", "Acme", "Globex", "Umbrella"]
+        var lists: [String: [Entity]] = [:]
+        for (offset, kind) in kinds.enumerated() {
+            lists[kind] = (1...(40 + offset * 11)).map { index in
+                let name = "\(first[Int(random.next() % 10)]) \(last[Int(random.next() % 8)])"
+                let company = companies[Int(random.next() % 6)]
+                let label = kind == "contacts" || kind == "leads" ? name : "\(company) \(kind.dropLast().capitalized) \(index)"
+                return Entity(id: index, name: label, email: kind == "contacts" || kind == "leads" ? "\(name.lowercased().replacingOccurrences(of: " ", with: "."))@example.com" : nil, company: company)
+            }
+        }
+        // Due dates across every bucket: overdue, today, tomorrow, this week, next week, later.
+        let offsets = [-3, -1, 0, 0, 1, 3, 5, 9, 12, 30]
+        let tasks = offsets.enumerated().map { index, days in
+            CRMTask(id: index + 1, name: ["Call", "Email", "Follow up with", "Send quote to"][index % 4] + " " + (lists["contacts"]![index].name), due: day(today.addingTimeInterval(Double(days) * 86_400)), completed: false)
+        }
+        return Store(lists: lists, tasks: tasks)
+    }
+
+    static func day(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day())
+    }
+
+    static func add(to router: Router<BasicRequestContext>, state: ServerState) {
+        let store = Mutex(makeStore(seed: state.configuration.seed, today: state.now))
+        let crm = router.group().add(middleware: BasicAuthMiddleware())
+
+        crm.get("/profile") { _, _ in
+            try json(["username": username, "name": "Admin User", "email": "admin@example.com"])
+        }
+        for kind in kinds {
+            crm.get("/\(kind)") { request, _ in
+                let page = max(1, request.uri.queryParameters.get("page", as: Int.self) ?? 1)
+                let perPage = max(1, min(request.uri.queryParameters.get("per_page", as: Int.self) ?? 20, 100))
+                let query = request.uri.queryParameters.get("query")?.lowercased()
+                let all = store.withLock { $0.lists[kind] ?? [] }.filter { entity in
+                    guard let query, !query.isEmpty else { return true }
+                    return entity.name.lowercased().contains(query) || (entity.email?.contains(query) ?? false)
+                }
+                let items = Array(all.dropFirst((page - 1) * perPage).prefix(perPage))
+                return try json(Page(items: items, page: page, perPage: perPage, total: all.count))
+            }
+        }
+        crm.post("/contacts") { request, _ in
+            struct NewContact: Decodable { var name: String?; var email: String? }
+            let body = try? await decode(NewContact.self, request)
+            var errors: [String: [String]] = [:]
+            if (body?.name ?? "").trimmingCharacters(in: .whitespaces).isEmpty { errors["name"] = ["can't be blank"] }
+            if let email = body?.email, !email.contains("@") { errors["email"] = ["is invalid"] }
+            guard errors.isEmpty, let name = body?.name else { return try invalid(errors) }
+            let contact = store.withLock { store -> Entity in
+                store.nextID += 1
+                let contact = Entity(id: store.nextID, name: name, email: body?.email, company: nil)
+                store.lists["contacts", default: []].insert(contact, at: 0)
+                store.activities.insert(Activity(id: store.nextID, action: "created", subject: "contact \(name)"), at: 0)
+                return contact
+            }
+            return try json(contact, status: .created)
+        }
+        crm.get("/comments") { request, _ in
+            let pair = ["account", "contact", "lead", "opportunity", "campaign"].lazy
+                .compactMap { type in request.uri.queryParameters.get("\(type)_id", as: Int.self).map { (type, $0) } }
+                .first
+            guard let (type, id) = pair else { return try invalid(["commentable": ["give one of account_id, contact_id, lead_id, opportunity_id, campaign_id"]]) }
+            let comments = store.withLock { $0.comments.filter { $0.commentableType == type && $0.commentableId == id } }
+            return try json(comments)
+        }
+        crm.post("/comments") { request, _ in
+            struct NewComment: Decodable { var commentableType: String?; var commentableId: Int?; var comment: String? }
+            let body = try? await decode(NewComment.self, request)
+            var errors: [String: [String]] = [:]
+            if (body?.comment ?? "").trimmingCharacters(in: .whitespaces).isEmpty { errors["comment"] = ["can't be blank"] }
+            if body?.commentableType == nil || body?.commentableId == nil { errors["commentable"] = ["is required"] }
+            guard errors.isEmpty, let body, let type = body.commentableType, let id = body.commentableId, let text = body.comment else { return try invalid(errors) }
+            let comment = store.withLock { store -> Comment in
+                store.nextID += 1
+                let comment = Comment(id: store.nextID, commentableType: type, commentableId: id, comment: text)
+                store.comments.append(comment)
+                store.activities.insert(Activity(id: store.nextID, action: "commented", subject: "\(type) \(id)"), at: 0)
+                return comment
+            }
+            return try json(comment, status: .created)
+        }
+        crm.delete("/comments/:id") { _, context in
+            let id = try context.parameters.require("id", as: Int.self)
+            let removed = store.withLock { store -> Bool in
+                let before = store.comments.count
+                store.comments.removeAll { $0.id == id }
+                return store.comments.count < before
+            }
+            return removed ? Response(status: .noContent) : try invalidStatus(.notFound, ["id": ["no comment \(id)"]])
+        }
+        crm.get("/tasks") { _, _ in
+            try json(store.withLock { $0.tasks.filter { !$0.completed } })
+        }
+        crm.post("/tasks") { request, _ in
+            struct NewTask: Decodable { var name: String?; var due: String? }
+            let body = try? await decode(NewTask.self, request)
+            var errors: [String: [String]] = [:]
+            if (body?.name ?? "").trimmingCharacters(in: .whitespaces).isEmpty { errors["name"] = ["can't be blank"] }
+            if let due = body?.due, (try? Date(due, strategy: Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day())) == nil { errors["due"] = ["must be yyyy-MM-dd"] }
+            guard errors.isEmpty, let name = body?.name else { return try invalid(errors) }
+            let task = store.withLock { store -> CRMTask in
+                store.nextID += 1
+                let task = CRMTask(id: store.nextID, name: name, due: body?.due ?? day(state.now), completed: false)
+                store.tasks.append(task)
+                store.activities.insert(Activity(id: store.nextID, action: "created", subject: "task \(name)"), at: 0)
+                return task
+            }
+            return try json(task, status: .created)
+        }
+        crm.put("/tasks/:id/complete") { _, context in
+            let id = try context.parameters.require("id", as: Int.self)
+            let task = store.withLock { store -> CRMTask? in
+                guard let index = store.tasks.firstIndex(where: { $0.id == id }) else { return nil }
+                store.tasks[index].completed = true
+                store.activities.insert(Activity(id: id, action: "completed", subject: "task \(store.tasks[index].name)"), at: 0)
+                return store.tasks[index]
+            }
+            guard let task else { return try invalidStatus(.notFound, ["id": ["no task \(id)"]]) }
+            return try json(task)
+        }
+        crm.get("/activities") { _, _ in
+            try json(store.withLock { $0.activities })
+        }
+    }
+
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder.sorted
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        return encoder
+    }()
+
+    static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+    }
+
+    static func invalid(_ errors: [String: [String]]) throws -> Response {
+        try invalidStatus(.unprocessableContent, errors)
+    }
+
+    static func invalidStatus(_ status: HTTPResponse.Status, _ errors: [String: [String]]) throws -> Response {
+        try json(["errors": errors], status: status)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
+        let data = try await request.body.collect(upTo: 1 << 20)
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return try decoder.decode(T.self, from: Data(data.readableBytesView))
+    }
+}
+
+/// HTTP Basic auth for the CRM routes: 401 with a challenge on missing or bad credentials.
+struct BasicAuthMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let expected = "Basic " + Data("\(SenbeiRoutes.username):\(SenbeiRoutes.password)".utf8).base64EncodedString()
+        guard request.headers[.authorization] == expected else {
+            var response = try SenbeiRoutes.invalidStatus(.unauthorized, ["login": ["bad username or password"]])
+            response.headers[.wwwAuthenticate] = #"Basic realm="depot-server""#
+            return response
+        }
+        return try await next(request, context)
+    }
+}
