@@ -105,7 +105,7 @@ public final class DemoServer: Sendable {
     /// Starts a server and returns once it listens.
     public static func start(_ configuration: Configuration = Configuration()) async throws -> DemoServer {
         let state = ServerState(configuration: configuration)
-        let router = Router()
+        let router = Router(context: DemoRequestContext.self)
         router.middlewares.add(StatsMiddleware(state: state))
         router.middlewares.add(ConditionsMiddleware(state: state))
         ControlRoutes.add(to: router, state: state)
@@ -118,7 +118,7 @@ public final class DemoServer: Sendable {
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
         }
 
-        let echoRouter = Router()
+        let echoRouter = Router(context: DemoRequestContext.self)
         EchoRoutes.add(to: echoRouter, state: state)
 
         let quiet = Logger(label: "depot-server") { _ in SwiftLogNoOpLogHandler() }
@@ -173,6 +173,9 @@ public final class DemoServer: Sendable {
             throw error
         }
     }
+
+    /// The conditions that apply to requests for `path` now.
+    public func currentConditions(for path: String) -> NetworkConditions { state.conditions(for: path) }
 
     /// The headers the second listener received last (after ``Fault/redirectCrossOrigin``).
     public var crossOriginHeaders: [String: String]? { state.crossOriginHeaders.withLock { $0 } }
@@ -231,7 +234,7 @@ final class ServerState: Sendable {
             }
             if let route = request.route {
                 link.routes[route] = (link.routes[route] ?? .none).overridden(by: request.conditions)
-            } else if request.reset != true {
+            } else {
                 link.global = link.global.overridden(by: request.conditions)
             }
         }
@@ -263,7 +266,7 @@ final class ServerState: Sendable {
 
 /// Counts requests per route and bytes sent.
 private struct StatsMiddleware: RouterMiddleware {
-    typealias Context = BasicRequestContext
+    typealias Context = DemoRequestContext
     let state: ServerState
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {

@@ -78,7 +78,7 @@ extension DemoServer {
 struct DeliberateReset: Error {}
 
 enum FaultRoutes {
-    static func add(to router: Router<BasicRequestContext>, state: ServerState) {
+    static func add(to router: Router<DemoRequestContext>, state: ServerState) {
         router.get("/faults/status/:code") { _, context in
             let code = try context.parameters.require("code", as: Int.self)
             guard (100...599).contains(code) else { return text(.badRequest, "status must be 100...599") }
@@ -190,7 +190,7 @@ enum FaultRoutes {
 
 /// The second listener: another port, so another origin, that records what arrives.
 enum EchoRoutes {
-    static func add(to router: Router<BasicRequestContext>, state: ServerState) {
+    static func add(to router: Router<DemoRequestContext>, state: ServerState) {
         router.get("/echo/headers") { request, _ in
             var headers: [String: String] = [:]
             for field in request.headers { headers[field.name.canonicalName] = field.value }

@@ -5,7 +5,7 @@ import NIOCore
 /// `GET /forum/rss`, `GET /forum/atom` and `GET /topsongs/limit=N/json`, each with
 /// an ETag and Last-Modified, answering a matching conditional request with 304.
 enum NerdfeedRoutes {
-    static func add(to router: Router<BasicRequestContext>, state: ServerState) {
+    static func add(to router: Router<DemoRequestContext>, state: ServerState) {
         router.get("/forum/rss") { request, _ in
             let posts = state.feed.posts(elapsed: state.elapsed)
             let updated = posts.first?.published ?? state.configuration.epoch

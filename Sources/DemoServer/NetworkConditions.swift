@@ -86,7 +86,7 @@ struct PacingPlan: Sendable, Hashable {
 
 /// Applies the conditions to every request except the control routes.
 struct ConditionsMiddleware: RouterMiddleware {
-    typealias Context = BasicRequestContext
+    typealias Context = DemoRequestContext
     let state: ServerState
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -94,8 +94,9 @@ struct ConditionsMiddleware: RouterMiddleware {
         if path.hasPrefix("/_") { return try await next(request, context) }
         let conditions = state.conditions(for: path)
         if conditions.offline == true {
-            // No answer: the connection is closed, as a dead link would leave it.
-            return Response(status: .ok, headers: [.contentLength: "1"], body: .init { _ in throw DeliberateReset() })
+            // No answer at all: the connection is closed, as a dead link would leave it.
+            context.channel.close(mode: .all, promise: nil)
+            throw DeliberateReset()
         }
         if let latency = conditions.latencyMs, latency > 0 {
             try await state.sleep(for: .milliseconds(latency))
@@ -145,7 +146,7 @@ final class BodyCollector: ResponseBodyWriter, Sendable {
 }
 
 enum ControlRoutes {
-    static func add(to router: Router<BasicRequestContext>, state: ServerState) {
+    static func add(to router: Router<DemoRequestContext>, state: ServerState) {
         router.post("/_control") { request, _ in
             let data = try await request.body.collect(upTo: 64 * 1024)
             guard let control = try? JSONDecoder().decode(ControlRequest.self, from: data) else {

@@ -80,7 +80,7 @@ enum SenbeiRoutes {
         date.formatted(Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day())
     }
 
-    static func add(to router: Router<BasicRequestContext>, state: ServerState) {
+    static func add(to router: Router<DemoRequestContext>, state: ServerState) {
         let store = Mutex(makeStore(seed: state.configuration.seed, today: state.now))
         let crm = router.group().add(middleware: BasicAuthMiddleware())
 
@@ -212,7 +212,7 @@ enum SenbeiRoutes {
 
 /// HTTP Basic auth for the CRM routes: 401 with a challenge on missing or bad credentials.
 struct BasicAuthMiddleware: RouterMiddleware {
-    typealias Context = BasicRequestContext
+    typealias Context = DemoRequestContext
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let expected = "Basic " + Data("\(SenbeiRoutes.username):\(SenbeiRoutes.password)".utf8).base64EncodedString()

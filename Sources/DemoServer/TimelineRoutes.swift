@@ -20,7 +20,7 @@ enum TimelineRoutes {
         var keys: [String: (body: String, response: (status: Int, body: Data)?)] = [:]
     }
 
-    static func add(to router: Router<BasicRequestContext>, state: ServerState) {
+    static func add(to router: Router<DemoRequestContext>, state: ServerState) {
         var random = SplitMix64(seed: state.configuration.seed &+ 7)
         let authors = ["joeconway", "aaronh", "bnr_student", "swiftling", "feedreader42", "mainactor"]
         let lines = ["Shipped it.", "Who else is offline right now?", "The timeline loads before the avatars. As it should.", "Retry-After: 30", "Cache first, ask later.", "Posting from the tunnel."]

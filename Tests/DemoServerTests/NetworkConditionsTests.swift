@@ -104,6 +104,15 @@ import Testing
         }
     }
 
+    @Test func resetReturnsToTheStartConditionsThenApplies() async throws {
+        try await DemoServer.withRunning(.init(conditions: .init(latencyMs: 200))) { server in
+            let set = try await control(server, #"{"route": "/forum/rss", "failRate": 1}"#)
+            let reset = try await control(server, #"{"reset": true, "latencyMs": 0}"#)
+            #expect(set == 200 && reset == 200)
+            #expect(server.currentConditions(for: "/forum/rss") == NetworkConditions(latencyMs: 0))
+        }
+    }
+
     @Test func controlRejectsBadInput() async throws {
         try await DemoServer.withRunning { server in
             let value9 = try await control(server, "not json")

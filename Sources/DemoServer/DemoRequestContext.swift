@@ -1,0 +1,14 @@
+import Hummingbird
+import NIOCore
+
+/// The request context of DemoServer's routes: Hummingbird's basic context plus
+/// the connection, so an offline window can close it without any answer.
+struct DemoRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+
+    init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.channel = source.channel
+    }
+}
