@@ -64,6 +64,43 @@ import Testing
         }
     }
 
+    @MainActor
+    final class SearchScreen {
+        var current: Ticket?
+        var shown: [String] = []
+        var stale = 0
+        var done: CheckedContinuation<Void, Never>?
+        var calls = 0
+    }
+
+    @MainActor
+    @Test func onlyTheCurrentSearchIsShown() async throws {
+        try await withServer { server in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
+                let screen = SearchScreen()
+                await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                    screen.done = done
+                    // Ten keystrokes: each search cancels the one before.
+                    for query in 1...10 {
+                        screen.current?.cancel()
+                        screen.current = controller.enqueue(FetchHello(path: "/gated/q\(query)")) { ticket, result in
+                            screen.calls += 1
+                            if ticket == screen.current, case .success(let hello) = result {
+                                screen.shown.append("\(query): \(hello.message)")
+                            } else {
+                                screen.stale += 1
+                            }
+                            if screen.calls == 10 { screen.done?.resume() }
+                        }
+                    }
+                    for query in 1...10 { server.gates.open("q\(query)") }
+                }
+                #expect(screen.shown == ["10: hello"])
+                #expect(screen.stale == 9)
+            }
+        }
+    }
+
     @Test func performReturnsTheOutputAndThrowsDepotErrors() async throws {
         try await withServer { server in
             try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in

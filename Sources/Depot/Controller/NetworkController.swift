@@ -121,9 +121,38 @@ public final class NetworkController: Sendable {
         after dependencies: [Ticket] = [],
         completion: @escaping @MainActor @Sendable (Swift.Result<Operation.Output, DepotError>) -> Void = { _ in }
     ) -> Ticket {
-        submit(operation, after: dependencies) { result in
-            let typed = Self.typed(result, as: Operation.Output.self, operation: operation.name)
-            Task { @MainActor in completion(typed) }
+        submit(operation, after: dependencies) { _ in
+            { result in
+                let typed = Self.typed(result, as: Operation.Output.self, operation: operation.name)
+                Task { @MainActor in completion(typed) }
+            }
+        }
+    }
+
+    /// Queues an operation and calls `completion` once with its ticket and result,
+    /// so the completion can tell whether the answer is still the one wanted.
+    ///
+    /// ```swift
+    /// currentSearch?.cancel()
+    /// currentSearch = controller.enqueue(SearchContacts(query: text)) { ticket, result in
+    ///     guard ticket == self.currentSearch else { return }   // a stale answer
+    ///     self.show(result)
+    /// }
+    /// ```
+    ///
+    /// Delivery is the same as with the one-argument completion: on the main actor,
+    /// always asynchronously, exactly once.
+    @discardableResult
+    public func enqueue<Operation: NetworkOperation>(
+        _ operation: Operation,
+        after dependencies: [Ticket] = [],
+        completion: @escaping @MainActor @Sendable (Ticket, Swift.Result<Operation.Output, DepotError>) -> Void
+    ) -> Ticket {
+        submit(operation, after: dependencies) { ticket in
+            { result in
+                let typed = Self.typed(result, as: Operation.Output.self, operation: operation.name)
+                Task { @MainActor in completion(ticket, typed) }
+            }
         }
     }
 
@@ -139,7 +168,9 @@ public final class NetworkController: Sendable {
         let holder = Locked<Ticket?>(nil)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Swift.Result<any Sendable, DepotError>, Never>) in
-                let ticket = submit(operation, after: dependencies, startsImmediately: true) { continuation.resume(returning: $0) }
+                let ticket = submit(operation, after: dependencies, startsImmediately: true) { _ in
+                    { continuation.resume(returning: $0) }
+                }
                 holder.withLock { $0 = ticket }
                 if Task.isCancelled { ticket.cancel() }
             }
@@ -166,11 +197,12 @@ public final class NetworkController: Sendable {
         _ operation: Operation,
         after dependencies: [Ticket],
         startsImmediately: Bool = false,
-        deliver: @escaping @Sendable (Swift.Result<any Sendable, DepotError>) -> Void
+        deliver makeDeliver: (Ticket) -> @Sendable (Swift.Result<any Sendable, DepotError>) -> Void
     ) -> Ticket {
         let id = Ticket.ID(rawValue: Self.ticketCounter.wrappingAdd(1, ordering: .relaxed).newValue)
         let name = operation.name
         let ticket = Ticket(id: id, operationName: name) { [weak self] id in self?.cancel(id) }
+        let deliver = makeDeliver(ticket)
         let request = operation.request
         let now = timebase.now()
 

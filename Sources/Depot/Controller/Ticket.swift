@@ -30,11 +30,10 @@ public struct TransferProgress: Sendable, Hashable, CustomStringConvertible {
 ///
 /// ```swift
 /// currentSearch?.cancel()
-/// let ticket = controller.enqueue(SearchContacts(query: text)) { [weak self] result in
-///     guard let self, self.currentSearch == ticket else { return }  // stale answer
+/// currentSearch = controller.enqueue(SearchContacts(query: text)) { [weak self] ticket, result in
+///     guard let self, ticket == self.currentSearch else { return }  // a stale answer
 ///     self.show(result)
 /// }
-/// currentSearch = ticket
 /// ```
 ///
 /// Tickets are compared by identity: two tickets are equal only if they are the
