@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "Depot", targets: ["Depot"]),
+        .library(name: "DepotStore", targets: ["DepotStore"]),
         .library(name: "DepotAsyncHTTPClient", targets: ["DepotAsyncHTTPClient"]),
         .library(name: "DepotTesting", targets: ["DepotTesting"]),
         .library(name: "DemoServer", targets: ["DemoServer"]),
@@ -21,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .target(
@@ -28,6 +30,13 @@ let package = Package(
             dependencies: [
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
+        .target(
+            name: "DepotStore",
+            dependencies: [
+                "Depot",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .target(
@@ -43,7 +52,11 @@ let package = Package(
         ),
         .target(
             name: "DepotTesting",
-            dependencies: ["Depot"]
+            dependencies: [
+                "Depot",
+                "DepotStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .target(
             name: "DemoServer",
@@ -81,6 +94,16 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+        ),
+        .testTarget(
+            name: "DepotStoreTests",
+            dependencies: [
+                "Depot",
+                "DepotStore",
+                "DepotTesting",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "DemoServerTests",

@@ -25,10 +25,12 @@ extension NetworkController {
                 transportRequest.headers["Content-Type"] = contentType
             }
         }
+        let context = OperationContext(ticket: environment.job, attempt: 1, logger: logger, values: configuration.contextValues, operationName: name)
         do {
             for adapter in configuration.adapters {
                 try await adapter.adapt(&transportRequest)
             }
+            try await operation.prepare(&transportRequest, context: context)
         } catch {
             return JobResult(result: .failure(DepotError.wrap(error, operation: name, fallback: .invalidRequest)))
         }
@@ -57,7 +59,6 @@ extension NetworkController {
         // 4. Process.
         do {
             try Task.checkCancellation()
-            let context = OperationContext(ticket: environment.job, attempt: 1, logger: logger, values: configuration.contextValues, operationName: name)
             let output = try await operation.process(response, context: context)
             return JobResult(result: .success(output), status: response.status, sample: transfer.sample)
         } catch {

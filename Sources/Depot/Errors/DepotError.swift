@@ -23,7 +23,7 @@ public struct DepotError: Error, Sendable, CustomStringConvertible, LocalizedErr
             case cancelled, timedOut, offline, connectionLost
             case tooLarge, tooManyRedirects, insecureRedirect
             case dependencyFailed, shutDown
-            case decoding, encoding, invalidRequest, processing, transport
+            case decoding, encoding, invalidRequest, processing, transport, storage
         }
 
         let base: Base
@@ -64,6 +64,21 @@ public struct DepotError: Error, Sendable, CustomStringConvertible, LocalizedErr
         public static let processing = Code(base: .processing)
         /// The transport failed in a way not covered by a more specific code.
         public static let transport = Code(base: .transport)
+        /// The local cache could not be read or written, or none was configured.
+        public static let storage = Code(base: .storage)
+
+        /// The code's stable name, as used in logs and persisted sync status.
+        public var rawValue: String { base.rawValue }
+
+        /// The code with this name, if it is one Depot knows.
+        public init?(rawValue: String) {
+            guard let base = Base(rawValue: rawValue) else { return nil }
+            self.base = base
+        }
+
+        init(base: Base) {
+            self.base = base
+        }
 
         public var description: String { base.rawValue }
     }
@@ -147,6 +162,7 @@ public struct DepotError: Error, Sendable, CustomStringConvertible, LocalizedErr
         case .invalidRequest: return "invalid request" + detailSuffix(": ")
         case .processing: return "processing failed" + underlyingSuffix
         case .transport: return "transport error" + detailSuffix(": ") + underlyingSuffix
+        case .storage: return "cache error" + detailSuffix(": ") + underlyingSuffix
         }
     }
 
@@ -195,7 +211,7 @@ public struct DepotError: Error, Sendable, CustomStringConvertible, LocalizedErr
 extension DepotError {
     /// Wraps any error as a `DepotError`: a `DepotError` stays as it is,
     /// cancellation becomes ``Code/cancelled``, `DecodingError` becomes ``Code/decoding``.
-    static func wrap(_ error: any Error, operation: String?, fallback: Code) -> DepotError {
+    public static func wrap(_ error: any Error, operation: String?, fallback: Code) -> DepotError {
         if let error = error as? DepotError {
             return operation.map(error.named) ?? error
         }

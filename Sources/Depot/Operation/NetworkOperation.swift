@@ -41,6 +41,13 @@ public protocol NetworkOperation: Sendable {
     /// anything else to `.unexpectedStatus`.
     func validate(_ response: Response) throws
 
+    /// Adjusts the encoded request just before it is sent, after the controller's
+    /// adapters, with the operation's context at hand. The default does nothing.
+    ///
+    /// This is where an operation adds what depends on the cache, such as the
+    /// `If-None-Match` validator of a conditional request.
+    func prepare(_ request: inout TransportRequest, context: OperationContext) async throws
+
     /// How urgent this is. Default: `.normal`.
     var priority: Priority { get }
     /// The group this belongs to. Default: `.default`.
@@ -62,6 +69,8 @@ extension NetworkOperation {
     public var coalescing: Coalescing { .automatic }
     public var timeout: Timeout { .default }
     public var name: String { String(describing: Self.self) }
+
+    public func prepare(_ request: inout TransportRequest, context: OperationContext) async throws {}
 
     public func validate(_ response: Response) throws {
         guard (200..<300).contains(response.status) else {

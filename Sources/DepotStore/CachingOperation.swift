@@ -1,0 +1,152 @@
+import Depot
+import Foundation
+import GRDB
+
+/// An operation that parses what it fetches and writes it into the ``Store``, in
+/// one transaction together with its ``SyncLedger`` entry.
+///
+/// This is the design's "process into the cache inside the operation". You write
+/// two small pieces: `parse` turns the response into a payload (off the
+/// database), and `write` puts the payload into the database. Depot runs `write`
+/// and the ledger update in ONE write transaction: if anything throws, nothing
+/// lands and observers see nothing.
+///
+/// For example:
+///
+/// ```swift
+/// struct FetchTopSongs: CachingOperation {
+///     var request: Request { .get("topsongs/limit=25/json") }
+///     var cacheKey: String { "topsongs" }
+///
+///     func parse(_ response: Response, context: OperationContext) async throws -> [Song] {
+///         try response.decode(Feed.self).songs
+///     }
+///
+///     func write(_ songs: [Song], to db: Database) throws {
+///         try Song.deleteAll(db)
+///         for song in songs { try song.insert(db) }
+///     }
+/// }
+/// ```
+///
+/// GET operations send conditional requests by default: the ledger's `ETag` and
+/// `Last-Modified` go out as `If-None-Match` and `If-Modified-Since`, and a 304
+/// leaves the data untouched, updates `lastSynced` and returns ``CacheUpdate/notModified``.
+///
+/// To parse while writing (a streaming XML parser that inserts items as it meets
+/// them, say), let `Payload` be the `Response` and parse inside `write`; a
+/// failure halfway still rolls everything back.
+public protocol CachingOperation: NetworkOperation where Output == CacheUpdate<Written> {
+    /// What `parse` produces and `write` consumes.
+    associatedtype Payload: Sendable = Response
+    /// What `write` returns (a count, new identifiers), if anything.
+    associatedtype Written: Sendable = Void
+
+    /// The resource key in the ledger. Default: the method and the request's path
+    /// or URL with its query, such as `GET topsongs/limit=25/json`.
+    var cacheKey: String { get }
+
+    /// Whether to send `If-None-Match` / `If-Modified-Since` from the ledger.
+    /// Default: `true` for GET.
+    var sendsConditionalRequests: Bool { get }
+
+    /// Turns the response into a payload. Runs outside the database transaction.
+    func parse(_ response: Response, context: OperationContext) async throws -> Payload
+
+    /// Writes the payload. Runs inside the operation's single write transaction.
+    func write(_ payload: Payload, to db: Database) throws -> Written
+}
+
+/// What a ``CachingOperation`` did to the cache.
+public enum CacheUpdate<Written: Sendable>: Sendable {
+    /// New data was written; `write` returned this value.
+    case updated(Written)
+    /// The server answered 304 Not Modified: the cached data is still current.
+    case notModified
+
+    /// The value `write` returned, or `nil` for a 304.
+    public var written: Written? {
+        if case .updated(let value) = self { return value }
+        return nil
+    }
+}
+
+extension CacheUpdate: Equatable where Written: Equatable {}
+
+extension CachingOperation {
+    public var cacheKey: String {
+        let request = self.request
+        var key = "\(request.method) "
+        switch request.target {
+        case .path(let path): key += path
+        case .url(let url): key += url.absoluteString
+        }
+        if !request.query.isEmpty {
+            key += "?" + request.query.map { "\($0.name)=\($0.value ?? "")" }.joined(separator: "&")
+        }
+        return key
+    }
+
+    public var sendsConditionalRequests: Bool { request.method == .get }
+
+    /// Accepts 304 Not Modified when the operation sends conditional requests,
+    /// and otherwise validates like any operation.
+    public func validate(_ response: Response) throws {
+        if response.status == 304, sendsConditionalRequests { return }
+        guard (200..<300).contains(response.status) else {
+            throw DepotError.forStatus(response.status, body: response.body, operation: name)
+        }
+    }
+
+    /// Adds the ledger's validators to a conditional request.
+    public func prepare(_ request: inout TransportRequest, context: OperationContext) async throws {
+        guard sendsConditionalRequests, !request.headers.contains("If-None-Match"), !request.headers.contains("If-Modified-Since") else { return }
+        let key = cacheKey
+        guard let entry = try await context.requireStore(for: name).ledger.entry(for: key) else { return }
+        if let etag = entry.etag { request.headers["If-None-Match"] = etag }
+        if let lastModified = entry.lastModified { request.headers["If-Modified-Since"] = lastModified }
+    }
+
+    /// Parses, then writes the payload and the ledger entry in one transaction.
+    /// A 304 only updates `lastSynced`. A failure is recorded in the ledger (in a
+    /// transaction of its own, after the rollback) and rethrown.
+    public func process(_ response: Response, context: OperationContext) async throws -> CacheUpdate<Written> {
+        let store = try context.requireStore(for: name)
+        let key = cacheKey
+        do {
+            if response.status == 304 {
+                let now = store.currentDate()
+                try await store.write { db in try SyncLedger.recordSuccess(for: key, at: now, validators: nil, in: db) }
+                return .notModified
+            }
+            let payload = try await parse(response, context: context)
+            let validators = Validators(response.headers)
+            let now = store.currentDate()
+            let written = try await store.write { db in
+                let written = try self.write(payload, to: db)
+                try SyncLedger.recordSuccess(for: key, at: now, validators: validators, in: db)
+                return written
+            }
+            return .updated(written)
+        } catch {
+            var failure = DepotError.wrap(error, operation: name, fallback: .processing)
+            if failure.status == nil { failure.status = response.status }
+            await store.ledger.recordFailure(failure, for: key)
+            throw failure
+        }
+    }
+}
+
+extension CachingOperation where Payload == Response {
+    /// Passes the response through: parse it inside `write`.
+    public func parse(_ response: Response, context: OperationContext) async throws -> Response {
+        response
+    }
+}
+
+extension CachingOperation where Payload: Decodable {
+    /// Decodes the body as JSON.
+    public func parse(_ response: Response, context: OperationContext) async throws -> Payload {
+        try response.decode(Payload.self)
+    }
+}

@@ -1,0 +1,114 @@
+import Depot
+import Foundation
+import GRDB
+
+/// When results go to the network and when they make do with the cache.
+///
+/// For example, the design's five-minute top-songs cache:
+///
+/// ```swift
+/// let songs = try controller.results(for: Song.order(Column("rank")),
+///                                    refreshing: FetchTopSongs(),
+///                                    policy: .cacheFirst(maxAge: .seconds(300)))
+/// ```
+public struct CachePolicy: Sendable, Hashable, CustomStringConvertible {
+    enum Kind: Hashable {
+        case cacheFirst(maxAge: Duration)
+        case cacheThenNetwork
+        case networkOnly
+        case cacheOnly
+    }
+
+    let kind: Kind
+
+    /// Show the cache; go to the network only if the last sync is older than
+    /// `maxAge` (or there never was one).
+    public static func cacheFirst(maxAge: Duration) -> CachePolicy { CachePolicy(kind: .cacheFirst(maxAge: maxAge)) }
+    /// Show the cache at once, then refresh. The default.
+    public static let cacheThenNetwork = CachePolicy(kind: .cacheThenNetwork)
+    /// Show nothing until the network answered, then show the cache it wrote. If
+    /// the refresh fails the results stay empty and the error is in the sync status.
+    public static let networkOnly = CachePolicy(kind: .networkOnly)
+    /// Never go to the network: show what the cache has.
+    public static let cacheOnly = CachePolicy(kind: .cacheOnly)
+
+    public var description: String {
+        switch kind {
+        case .cacheFirst(let maxAge): "cacheFirst(maxAge: \(maxAge))"
+        case .cacheThenNetwork: "cacheThenNetwork"
+        case .networkOnly: "networkOnly"
+        case .cacheOnly: "cacheOnly"
+        }
+    }
+
+    /// Whether a resource last synced at `lastSynced` should be refreshed at `now`.
+    func needsRefresh(lastSynced: Date?, now: Date) -> Bool {
+        switch kind {
+        case .cacheOnly:
+            return false
+        case .cacheThenNetwork, .networkOnly:
+            return true
+        case .cacheFirst(let maxAge):
+            guard let lastSynced else { return true }
+            let (seconds, attoseconds) = maxAge.components
+            let age = now.timeIntervalSince(lastSynced)
+            // A clock set back makes the age negative: trust the cache then, and
+            // refresh once the age passes maxAge again.
+            return age > Double(seconds) + Double(attoseconds) / 1e18
+        }
+    }
+}
+
+extension NetworkController {
+    /// Live results from the cache, kept fresh by `operation` according to
+    /// `policy`: the design's `requestMyData() -> NSFetchedResultsController`.
+    ///
+    /// The results show what is cached immediately. The refresh runs in the
+    /// background; its progress and errors are in the results'
+    /// ``ResultsController/syncStatus``. When the network fails or is gone, the
+    /// cached rows stay on screen and the error is in the status, never an empty
+    /// screen.
+    ///
+    /// For example:
+    ///
+    /// ```swift
+    /// let songs = try controller.results(
+    ///     for: Song.order(Column("rank")),
+    ///     refreshing: FetchTopSongs(),
+    ///     policy: .cacheFirst(maxAge: .seconds(300)))
+    /// songs.syncStatus?.autoRefresh(every: .seconds(300))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - request: What to show, filtered and sorted.
+    ///   - sectionKey: The section name of a record; `nil` for one section.
+    ///   - operation: The operation that fills the tables `request` reads.
+    ///   - policy: When to go to the network. Default: `.cacheThenNetwork`.
+    /// - Throws: `.storage` if no store is configured or the first fetch fails.
+    @MainActor
+    public func results<Request: FetchRequest & Sendable, Operation: CachingOperation>(
+        for request: Request,
+        sectionedBy sectionKey: (@Sendable (Request.RowDecoder) -> String)? = nil,
+        refreshing operation: Operation,
+        policy: CachePolicy = .cacheThenNetwork
+    ) throws(DepotError) -> ResultsController<Request.RowDecoder> where Request.RowDecoder: Identifiable & Equatable & Sendable, Request.RowDecoder.ID: Sendable {
+        let store = try requireStore()
+        let status = try SyncStatus(refreshing: operation, with: self)
+        let results: ResultsController<Request.RowDecoder>
+        if policy == .networkOnly {
+            results = ResultsController(store: store, fetch: { db in try request.fetchAll(db) }, sectionKey: sectionKey)
+        } else {
+            results = try ResultsController(store: store, request: request, sectionedBy: sectionKey)
+        }
+        results.syncStatus = status
+
+        guard policy.needsRefresh(lastSynced: status.lastSynced, now: store.currentDate()) else { return results }
+        Task { @MainActor [weak results] in
+            await status.refresh()
+            if policy == .networkOnly, status.lastError == nil {
+                results?.reveal()
+            }
+        }
+        return results
+    }
+}

@@ -1,0 +1,153 @@
+import Depot
+import Foundation
+import GRDB
+
+/// The local SQLite cache that operations write into and the view layer reads from.
+///
+/// A store wraps a GRDB `DatabasePool` (WAL mode, concurrent reads) on a file the
+/// app chooses, or an in-memory `DatabaseQueue` for previews and tests. The app
+/// registers its own schema as a GRDB `DatabaseMigrator`; the store adds the
+/// ``SyncLedger`` table of its own.
+///
+/// Operations reach the store through their context (``Depot/OperationContext/store``),
+/// which is the design's "inject access to our cache into the operation":
+///
+/// ```swift
+/// var migrator = DatabaseMigrator()
+/// migrator.registerMigration("songs") { db in
+///     try db.create(table: "song") { t in
+///         t.primaryKey("id", .text)
+///         t.column("title", .text).notNull()
+///     }
+/// }
+/// let store = try Store(path: cacheFolder.appending(path: "cache.sqlite").path, migrator: migrator)
+///
+/// var configuration = NetworkController.Configuration(baseURL: api)
+/// configuration.store = store
+/// let controller = NetworkController(configuration: configuration)
+/// ```
+public final class Store: Sendable {
+    /// The database. Read it freely; write through operations so that every
+    /// change arrives in one transaction with its ledger entry.
+    public let writer: any DatabaseWriter
+
+    /// Where the store reads the wall-clock time it records in the ledger.
+    let currentDate: @Sendable () -> Date
+
+    /// Opens (or creates) the database file at `path` and migrates it.
+    ///
+    /// A new file is created with permissions 0600 (owner read and write only):
+    /// a cache often holds personal data. SQLite gives its `-wal` and `-shm`
+    /// files the same permissions.
+    ///
+    /// - Parameters:
+    ///   - path: The database file. Its folder must exist.
+    ///   - migrator: The app's schema.
+    ///   - configuration: GRDB's configuration, for tracing or a busy timeout.
+    ///   - currentDate: The wall clock used for `lastSynced`. Inject one in tests.
+    public init(
+        path: String,
+        migrator: DatabaseMigrator = DatabaseMigrator(),
+        configuration: GRDB.Configuration = GRDB.Configuration(),
+        currentDate: @escaping @Sendable () -> Date = { Date() }
+    ) throws(DepotError) {
+        do {
+            let fileManager = FileManager.default
+            if !fileManager.fileExists(atPath: path) {
+                guard fileManager.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                    throw DepotError(.invalidRequest, detail: "cannot create the database file at \(path)")
+                }
+            }
+            let pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.prepare(pool, migrator: migrator)
+            self.writer = pool
+        } catch {
+            throw DepotError.storage(error, detail: "cannot open the store at \(path)")
+        }
+        self.currentDate = currentDate
+    }
+
+    /// Makes a store in memory: for previews, and for tests that need no file.
+    ///
+    /// - Parameters:
+    ///   - migrator: The app's schema.
+    ///   - currentDate: The wall clock used for `lastSynced`.
+    public static func inMemory(
+        migrator: DatabaseMigrator = DatabaseMigrator(),
+        currentDate: @escaping @Sendable () -> Date = { Date() }
+    ) throws(DepotError) -> Store {
+        do {
+            let queue = try DatabaseQueue()
+            try prepare(queue, migrator: migrator)
+            return Store(writer: queue, currentDate: currentDate)
+        } catch {
+            throw DepotError.storage(error, detail: "cannot open an in-memory store")
+        }
+    }
+
+    private init(writer: any DatabaseWriter, currentDate: @escaping @Sendable () -> Date) {
+        self.writer = writer
+        self.currentDate = currentDate
+    }
+
+    private static func prepare(_ writer: any DatabaseWriter, migrator: DatabaseMigrator) throws {
+        try writer.write { db in try SyncLedger.createTable(db) }
+        try migrator.migrate(writer)
+    }
+
+    /// The path of the database file, or `nil` in memory.
+    public var path: String? {
+        (writer as? DatabasePool)?.path
+    }
+
+    /// The sync ledger kept in this database.
+    public var ledger: SyncLedger { SyncLedger(store: self) }
+
+    /// Reads from the database.
+    ///
+    /// For example:
+    ///
+    /// ```swift
+    /// let count = try await store.read { db in try Song.fetchCount(db) }
+    /// ```
+    public func read<T: Sendable>(_ value: @escaping @Sendable (Database) throws -> T) async throws(DepotError) -> T {
+        do {
+            return try await writer.read(value)
+        } catch {
+            throw DepotError.storage(error, detail: "read failed")
+        }
+    }
+
+    /// Writes in one transaction: everything `updates` does lands, or nothing does.
+    public func write<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws(DepotError) -> T {
+        do {
+            return try await writer.write(updates)
+        } catch {
+            throw DepotError.storage(error, detail: "write failed")
+        }
+    }
+
+    /// Closes the database. Further use fails. Pools close when released, so
+    /// call this only where the file must be released at a known point (tests
+    /// that delete it, for example).
+    public func close() throws(DepotError) {
+        do {
+            if let pool = writer as? DatabasePool { try pool.close() }
+            if let queue = writer as? DatabaseQueue { try queue.close() }
+        } catch {
+            throw DepotError.storage(error, detail: "close failed")
+        }
+    }
+}
+
+extension DepotError {
+    /// Wraps a failure from inside a database access. SQLite's own errors become
+    /// `.storage`; what the caller's closure threw (a `DepotError`, a decoding
+    /// error, a parser's error) keeps its meaning.
+    static func storage(_ error: any Error, detail: String) -> DepotError {
+        if error is DatabaseError {
+            return DepotError(.storage, detail: detail, underlying: error)
+        }
+        return DepotError.wrap(error, operation: nil, fallback: .processing)
+    }
+}

@@ -1,0 +1,206 @@
+import Depot
+import Foundation
+import GRDB
+import Observation
+
+/// Whether a cached resource is syncing, when it last synced, and the last error:
+/// the design's model-instigated sync with observable properties.
+///
+/// `lastSynced` and `lastError` come from the ``SyncLedger`` in the database, so
+/// after a cold start with no network the status still says "last synced at T".
+/// Any write to the ledger (by this status or by an operation enqueued elsewhere)
+/// shows up here.
+///
+/// Use it from SwiftUI (it is `@Observable`), or as an AsyncSequence:
+///
+/// ```swift
+/// List(results.fetchedObjects) { ... }
+///     .refreshable { await status.refresh() }
+///     .overlay(alignment: .bottom) {
+///         if let error = status.lastError { Text("Offline — showing data from \(status.lastSynced!)") }
+///     }
+///
+/// for await state in status.updates() { print(state) }
+/// ```
+@MainActor
+@Observable
+public final class SyncStatus {
+    /// The resource key in the ledger.
+    public let key: String
+    /// Whether a refresh is running.
+    public private(set) var isSyncing = false
+    /// When data last arrived or was confirmed fresh.
+    public private(set) var lastSynced: Date?
+    /// The last failure, cleared by the next success.
+    public private(set) var lastError: SyncError?
+
+    /// The three values at once.
+    public var state: State { State(isSyncing: isSyncing, lastSynced: lastSynced, lastError: lastError) }
+
+    /// A sync status at one moment.
+    public struct State: Sendable, Hashable {
+        /// Whether a refresh is running.
+        public var isSyncing: Bool
+        /// When data last arrived or was confirmed fresh.
+        public var lastSynced: Date?
+        /// The last failure, cleared by the next success.
+        public var lastError: SyncError?
+    }
+
+    @ObservationIgnored private let store: Store
+    @ObservationIgnored private let perform: @Sendable () async throws(DepotError) -> Void
+    @ObservationIgnored private let clock: any Clock<Duration>
+    @ObservationIgnored private var running: Task<Void, Never>?
+    @ObservationIgnored private var ledgerTask: Task<Void, Never>?
+    @ObservationIgnored private var autoRefreshTask: Task<Void, Never>?
+    @ObservationIgnored private var continuations: [UUID: AsyncStream<State>.Continuation] = [:]
+    @ObservationIgnored private(set) var refreshCount = 0
+
+    /// Makes a status for `operation` as run by `controller`.
+    ///
+    /// For example:
+    ///
+    /// ```swift
+    /// let status = try SyncStatus(refreshing: FetchTopSongs(), with: controller)
+    /// await status.refresh()
+    /// ```
+    public convenience init<Operation: CachingOperation>(refreshing operation: Operation, with controller: NetworkController) throws(DepotError) {
+        let store = try controller.requireStore()
+        self.init(key: operation.cacheKey, store: store, clock: controller.configuration.clock) { () async throws(DepotError) in
+            _ = try await controller.perform(operation)
+        }
+    }
+
+    init(key: String, store: Store, clock: any Clock<Duration>, perform: @escaping @Sendable () async throws(DepotError) -> Void) {
+        self.key = key
+        self.store = store
+        self.clock = clock
+        self.perform = perform
+        // Read synchronously: the first frame already says "last synced at T".
+        let entry = try? store.writer.read { db in try SyncLedger.entry(for: key, in: db) }
+        apply(entry)
+        watchLedger()
+    }
+
+    isolated deinit {
+        running?.cancel()
+        ledgerTask?.cancel()
+        autoRefreshTask?.cancel()
+        for continuation in continuations.values { continuation.finish() }
+    }
+
+    /// Refreshes now and returns when the refresh is over. A failure lands in
+    /// ``lastError``; it is not thrown. If a refresh is already running, this
+    /// waits for that one instead of starting another.
+    public func refresh() async {
+        if let running { return await running.value }
+        let task = Task { @MainActor in
+            self.setSyncing(true)
+            var failure: DepotError?
+            do throws(DepotError) {
+                try await self.perform()
+            } catch {
+                failure = error
+                if error.code != .cancelled { await self.store.ledger.recordFailure(error, for: self.key) }
+            }
+            // Read back what the operation (or the failure) wrote, so the caller
+            // sees it as soon as this returns.
+            if let entry = try? await self.store.ledger.entry(for: self.key) {
+                self.apply(entry)
+            } else if let failure, failure.code != .cancelled {
+                self.lastError = SyncError(code: failure.code, message: failure.description, date: self.store.currentDate())
+            }
+            self.refreshCount += 1
+            self.running = nil
+            self.setSyncing(false)
+        }
+        running = task
+        await task.value
+    }
+
+    /// Refreshes every `interval` on the controller's clock until the status is
+    /// released or ``stopAutoRefresh()`` is called. The first refresh comes after
+    /// one interval.
+    public func autoRefresh(every interval: Duration) {
+        autoRefreshTask?.cancel()
+        let clock = clock
+        autoRefreshTask = Task { [weak self] in
+            while !Task.isCancelled {
+                do {
+                    try await clock.sleep(for: interval)
+                } catch {
+                    return
+                }
+                guard let self else { return }
+                await self.refresh()
+            }
+        }
+    }
+
+    /// Stops ``autoRefresh(every:)``.
+    public func stopAutoRefresh() {
+        autoRefreshTask?.cancel()
+        autoRefreshTask = nil
+    }
+
+    /// The current state at once, then each change, until iteration is cancelled
+    /// or the status is released.
+    public func updates() -> AsyncStream<State> {
+        let (stream, continuation) = AsyncStream<State>.makeStream()
+        let id = UUID()
+        continuation.yield(state)
+        continuations[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { @MainActor in self?.continuations[id] = nil }
+        }
+        return stream
+    }
+
+    // MARK: - Private
+
+    private func setSyncing(_ value: Bool) {
+        guard isSyncing != value else { return }
+        isSyncing = value
+        publish()
+    }
+
+    private func apply(_ entry: SyncLedger.Entry?) {
+        let synced = entry?.lastSynced
+        let error = entry?.lastError
+        guard synced != lastSynced || error != lastError else { return }
+        lastSynced = synced
+        lastError = error
+        publish()
+    }
+
+    private func publish() {
+        let state = state
+        for continuation in continuations.values { continuation.yield(state) }
+    }
+
+    private func watchLedger() {
+        let key = key
+        let observation = ValueObservation.tracking { db in try SyncLedger.entry(for: key, in: db) }
+        let writer = store.writer
+        ledgerTask = Task { [weak self] in
+            do {
+                for try await entry in observation.values(in: writer, bufferingPolicy: .bufferingNewest(1)) {
+                    guard let self else { return }
+                    self.apply(entry)
+                }
+            } catch {
+                // The ledger is gone (the store closed): keep the last known state.
+            }
+        }
+    }
+}
+
+extension NetworkController {
+    /// The configured store, or a `.storage` error.
+    func requireStore() throws(DepotError) -> Store {
+        guard let store = configuration.store else {
+            throw DepotError(.storage, detail: "no store is configured: set NetworkController.Configuration.store")
+        }
+        return store
+    }
+}

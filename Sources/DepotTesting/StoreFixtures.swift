@@ -1,0 +1,86 @@
+import Depot
+import DepotStore
+import Foundation
+import GRDB
+import Synchronization
+
+/// Stores for tests: fresh files in a temporary folder, or copies of a seed
+/// database, so every test starts from a known SQLite file and never changes
+/// the seed.
+///
+/// For example:
+///
+/// ```swift
+/// let seed = Bundle.module.url(forResource: "seed", withExtension: "sqlite")!
+/// try await StoreFixtures.withStore(copying: seed, migrator: .app) { store in
+///     // run an operation, then read the rows it left
+/// }
+/// ```
+public enum StoreFixtures {
+    /// Copies `seed` into a new temporary folder, opens the copy, runs `body`,
+    /// then deletes the folder.
+    ///
+    /// - Parameters:
+    ///   - seed: A SQLite file (committed with the tests).
+    ///   - migrator: The app's migrations; pending ones run on the copy.
+    ///   - currentDate: The wall clock for the ledger.
+    public static func withStore<T>(
+        copying seed: URL? = nil,
+        migrator: DatabaseMigrator = DatabaseMigrator(),
+        currentDate: @escaping @Sendable () -> Date = { Date() },
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (Store) async throws -> T
+    ) async throws -> T {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try open(in: folder, copying: seed, migrator: migrator, currentDate: currentDate)
+        defer { try? store.close() }
+        return try await body(store)
+    }
+
+    /// Opens a store in a new temporary folder, copying `seed` first if given.
+    /// The caller deletes the folder (``Store/path``'s parent) when done.
+    public static func temporaryStore(
+        copying seed: URL? = nil,
+        migrator: DatabaseMigrator = DatabaseMigrator(),
+        currentDate: @escaping @Sendable () -> Date = { Date() }
+    ) throws -> Store {
+        try open(in: temporaryFolder(), copying: seed, migrator: migrator, currentDate: currentDate)
+    }
+
+    private static func temporaryFolder() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appending(path: "depot-store-\(UUID().uuidString)", directoryHint: .isDirectory)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    private static func open(in folder: URL, copying seed: URL?, migrator: DatabaseMigrator, currentDate: @escaping @Sendable () -> Date) throws -> Store {
+        let file = folder.appending(path: "store.sqlite")
+        if let seed {
+            try FileManager.default.copyItem(at: seed, to: file)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+        }
+        return try Store(path: file.path, migrator: migrator, currentDate: currentDate)
+    }
+}
+
+/// A wall clock that moves only when told: inject `now` as a store's `currentDate`.
+public final class ManualDate: Sendable {
+    private let date: Mutex<Date>
+
+    /// Starts at `date` (by default 2026-01-01 00:00:00 UTC).
+    public init(_ date: Date = Date(timeIntervalSince1970: 1_767_225_600)) {
+        self.date = Mutex(date)
+    }
+
+    /// The current date.
+    public var now: Date { date.withLock { $0 } }
+
+    /// A closure returning the current date, for `Store(currentDate:)`.
+    public var provider: @Sendable () -> Date { { self.now } }
+
+    /// Moves the date forward by `seconds`.
+    public func advance(by seconds: TimeInterval) {
+        date.withLock { $0 += seconds }
+    }
+}

@@ -1,0 +1,213 @@
+import Depot
+import DepotTesting
+import Foundation
+import GRDB
+import Observation
+import Testing
+@testable import DepotStore
+
+@Suite(.timeLimit(.minutes(1)))
+@MainActor
+struct ResultsControllerTests {
+    /// Collects updates until the snapshot satisfies `done`, checking that each
+    /// change set replays onto the previous snapshot exactly.
+    func collect(
+        _ results: ResultsController<Item>,
+        until done: (ResultsSnapshot<Item>) -> Bool,
+        during work: @escaping @Sendable () async throws -> Void
+    ) async throws -> [ResultsUpdate<Item>] {
+        var updates: [ResultsUpdate<Item>] = []
+        let stream = results.updates()
+        let writer = Task { try await work() }
+        for await update in stream {
+            if let changes = update.changes, let previous = updates.last {
+                #expect(replay(changes, on: previous.snapshot, toward: update.snapshot) == update.snapshot)
+            }
+            updates.append(update)
+            if done(update.snapshot) { break }
+        }
+        try await writer.value
+        return updates
+    }
+
+    @Test func firstSnapshotIsThereAtOnceAndSectioned() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        try await store.write { db in for item in makeItems(9) { try item.insert(db) } }
+
+        let results = try ResultsController(store: store, request: Item.bySection, sectionedBy: { $0.section })
+
+        #expect(results.sections.map(\.name) == ["s0", "s1", "s2"])
+        #expect(results.sections.map(\.items.count) == [3, 3, 3])
+        #expect(results.fetchedObjects.count == 9)
+        #expect(results.lastChanges == nil)
+    }
+
+    // Delivery on the main actor is checked by the compiler: `start` takes a
+    // `@MainActor` closure and `updates()` is iterated here, in a `@MainActor` suite.
+    @Test func eachKindOfChange() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        try await store.write { db in for item in makeItems(6) { try item.insert(db) } }
+        let results = try ResultsController(store: store, request: Item.bySection, sectionedBy: { $0.section })
+        // Insert into s1, delete from s0, update in place in s2, move within s1.
+        let updates = try await collect(results, until: { $0.fetchedObjects.contains { $0.id == 100 } && $0.fetchedObjects.contains { $0.title == "edited" } }) {
+            try await store.write { db in
+                try Item(id: 100, section: "s1", rank: 0, title: "new").insert(db)
+                _ = try Item.deleteOne(db, key: 0)
+                try Item(id: 2, section: "s2", rank: 2, title: "edited").update(db)
+                try Item(id: 4, section: "s1", rank: -1, title: "item 4").update(db)
+            }
+        }
+        let changes = try #require(updates.last?.changes)
+        #expect(changes.inserted.count == 1)
+        #expect(changes.deleted == [ItemPath(section: 0, item: 0)])
+        #expect(changes.updated == [ItemPath(section: 2, item: 0)])
+        #expect(changes.moved.count == 1)
+    }
+
+    @Test func sectionsAppearDisappearAndMove() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        try await store.write { db in for item in makeItems(6) { try item.insert(db) } }
+        // Sections ordered by the best rank in them: changing ranks reorders sections.
+        let request = Item.order(Column("rank"))
+        let results = try ResultsController(store: store, request: request, sectionedBy: { $0.section })
+        #expect(results.sections.map(\.name) == ["s0", "s1", "s2"])
+
+        let updates = try await collect(results, until: { $0.sections.map(\.name) == ["s2", "s0", "zz"] }) {
+            try await store.write { db in
+                // s2 jumps to the front, s1 disappears, zz appears.
+                try db.execute(sql: "UPDATE item SET rank = rank - 100 WHERE section = 's2'")
+                try db.execute(sql: "DELETE FROM item WHERE section = 's1'")
+                try Item(id: 50, section: "zz", rank: 50, title: "z").insert(db)
+            }
+        }
+        let changes = try #require(updates.last?.changes)
+        #expect(changes.deletedSections.contains(1))
+        #expect(changes.insertedSections.contains(2))
+        #expect(!changes.insertedSections.isEmpty && !changes.deletedSections.isEmpty)
+    }
+
+    @Test func burstOfAThousandBlockingWritesIsCoalescedAndReplaysExactly() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        try await store.write { db in for item in makeItems(200) { try item.insert(db) } }
+        let results = try ResultsController(store: store, request: Item.bySection, sectionedBy: { $0.section })
+        let first = results.snapshot
+        var steps: [(changes: ResultsChangeSet, snapshot: ResultsSnapshot<Item>)] = []
+        let observation = results.start { update in
+            if let changes = update.changes { steps.append((changes, update.snapshot)) }
+        }
+        defer { observation.cancel() }
+
+        // 1,000 commits while the main actor is busy: deliveries cannot keep up, so they coalesce.
+        try Self.blockingEdits(1000, store: store, seed: 7)
+        let final = ResultsSnapshot(rows: try await store.read { db in try Item.bySection.fetchAll(db) }, sectionKey: { $0.section })
+        for await update in results.updates() where update.snapshot == final { break }
+
+        #expect(!steps.isEmpty)
+        #expect(steps.count < 50, "1,000 commits made \(steps.count) deliveries")
+        // Replaying every change set, in order, on the first snapshot reproduces the last one.
+        var replayed = first
+        for step in steps {
+            replayed = replay(step.changes, on: replayed, toward: step.snapshot)
+        }
+        #expect(replayed == final)
+    }
+
+    @Test func interleavedConcurrentBurstReplaysExactly() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        try await store.write { db in for item in makeItems(100) { try item.insert(db) } }
+        let results = try ResultsController(store: store, request: Item.bySection, sectionedBy: { $0.section })
+
+        // Four writers, 250 commits each, inserting, updating, moving and deleting.
+        let stream = results.updates()
+        let writers = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<4 {
+                    group.addTask {
+                        var random = SeededRandom(seed: UInt64(writer))
+                        for step in 0..<250 {
+                            let seed = random.next()
+                            try await store.write { db in
+                                var random = SeededRandom(seed: seed)
+                                try Self.randomEdit(writer * 1000 + step, db: db, random: &random)
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        try await writers.value
+        let expected = ResultsSnapshot(rows: try await store.read { db in try Item.bySection.fetchAll(db) }, sectionKey: { $0.section })
+
+        // Replay the change sets as they come, each on the result of the previous replay.
+        var replayed: ResultsSnapshot<Item>?
+        var deliveries = 0
+        for await update in stream {
+            if let current = replayed, let changes = update.changes {
+                deliveries += 1
+                replayed = replay(changes, on: current, toward: update.snapshot)
+            } else {
+                replayed = update.snapshot
+            }
+            if update.snapshot == expected { break }
+        }
+        #expect(replayed == expected)
+        #expect(deliveries >= 1 && deliveries <= 1000)
+    }
+
+    @Test func startGivesTheCurrentSnapshotAtOnceAndStopsWhenCancelled() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        try await store.write { db in for item in makeItems(3) { try item.insert(db) } }
+        let results = try ResultsController(store: store, request: Item.bySection)
+        var received: [ResultsUpdate<Item>] = []
+        let observation = results.start { received.append($0) }
+        #expect(received.count == 1)
+        #expect(received.first?.changes == nil)
+        #expect(received.first?.snapshot.count == 3)
+
+        observation.cancel()
+        try await store.write { db in try Item(id: 77, section: "s0", rank: 77, title: "late").insert(db) }
+        for await update in results.updates() where update.snapshot.count == 4 { break }
+        // The cancellation hops to the main actor; by the time the change arrived it was done.
+        #expect(received.count == 1)
+    }
+
+    @Test func observableTrackingFiresOnChange() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        let results = try ResultsController(store: store, request: Item.bySection)
+        let fired = Counter()
+        withObservationTracking {
+            _ = results.fetchedObjects
+        } onChange: {
+            fired.increment()
+        }
+        try await store.write { db in try Item(id: 1, section: "a", rank: 1, title: "one").insert(db) }
+        for await update in results.updates() where update.snapshot.count == 1 { break }
+        #expect(fired.value == 1)
+        #expect(results.fetchedObjects.map(\.title) == ["one"])
+    }
+
+    /// Commits `count` random edits one by one without giving up the calling
+    /// thread (the main actor here), so no delivery can run in between.
+    static func blockingEdits(_ count: Int, store: Store, seed: UInt64) throws {
+        var random = SeededRandom(seed: seed)
+        for step in 0..<count {
+            try store.writer.write { db in try randomEdit(step, db: db, random: &random) }
+        }
+    }
+
+    /// One random edit: insert, update (content or section), or delete.
+    nonisolated static func randomEdit(_ step: Int, db: Database, random: inout SeededRandom) throws {
+        let id = Int.random(in: 0..<300, using: &random)
+        switch Int.random(in: 0..<4, using: &random) {
+        case 0:
+            try Item(id: id, section: "s\(Int.random(in: 0..<5, using: &random))", rank: Int.random(in: 0..<1000, using: &random), title: "step \(step)").upsert(db)
+        case 1:
+            try db.execute(sql: "UPDATE item SET title = ? WHERE id = ?", arguments: ["edit \(step)", id])
+        case 2:
+            try db.execute(sql: "UPDATE item SET rank = ? WHERE id = ?", arguments: [Int.random(in: 0..<1000, using: &random), id])
+        default:
+            _ = try Item.deleteOne(db, key: id)
+        }
+    }
+}

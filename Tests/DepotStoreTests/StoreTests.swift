@@ -1,0 +1,100 @@
+import Depot
+import DepotTesting
+import Foundation
+import GRDB
+import Testing
+@testable import DepotStore
+
+@Suite struct StoreTests {
+    @Test func newFileIsPrivateToTheOwnerAndInWALMode() throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appending(path: "cache.sqlite").path
+
+        let store = try Store(path: path, migrator: Item.migrator)
+
+        let permissions = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber
+        #expect(permissions?.intValue == 0o600)
+        let mode = try store.writer.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
+        #expect(mode == "wal")
+        #expect(store.path == path)
+    }
+
+    @Test func appMigrationsAndTheLedgerTableExist() throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        let tables = try store.writer.read { db in
+            (try db.tableExists("item"), try db.tableExists(SyncLedger.tableName))
+        }
+        #expect(tables == (true, true))
+    }
+
+    @Test func reopeningKeepsDataAndRunsOnlyNewMigrations() async throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appending(path: "cache.sqlite").path
+        do {
+            let store = try Store(path: path, migrator: Item.migrator)
+            try await store.write { db in try Item(id: 1, section: "a", rank: 1, title: "kept").insert(db) }
+            try store.close()
+        }
+        var migrator = Item.migrator
+        migrator.registerMigration("notes") { db in
+            try db.alter(table: "item") { t in t.add(column: "note", .text) }
+        }
+        let reopened = try Store(path: path, migrator: migrator)
+        let titles = try await reopened.read { db in try String.fetchAll(db, sql: "SELECT title FROM item") }
+        #expect(titles == ["kept"])
+        let columns = try await reopened.read { db in try db.columns(in: "item").map(\.name) }
+        #expect(columns.contains("note"))
+    }
+
+    @Test func aPathThatCannotBeOpenedIsAStorageError() throws {
+        let error = #expect(throws: DepotError.self) {
+            try Store(path: "/nonexistent-folder-\(UUID().uuidString)/cache.sqlite")
+        }
+        #expect(error?.code == .storage || error?.code == .invalidRequest)
+    }
+
+    @Test func aFailedWriteRollsBackAndSaysWhy() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        let error = await #expect(throws: DepotError.self) {
+            try await store.write { db in
+                try Item(id: 1, section: "a", rank: 1, title: "one").insert(db)
+                try Item(id: 1, section: "a", rank: 1, title: "duplicate").insert(db)
+            }
+        }
+        #expect(error?.code == .storage)
+        #expect(error?.underlying is DatabaseError)
+        let count = try await store.read { db in try Item.fetchCount(db) }
+        #expect(count == 0)
+    }
+
+    @Test func ledgerRecordsSuccessFailureAndReset() async throws {
+        let date = ManualDate()
+        let store = try Store.inMemory(migrator: Item.migrator, currentDate: date.provider)
+        #expect(try await store.ledger.entry(for: "k") == nil)
+
+        try await store.write { db in
+            try SyncLedger.recordSuccess(for: "k", at: date.now, validators: Validators(etag: "\"v1\"", lastModified: "Tue, 01 Sep 2026 10:00:00 GMT"), in: db)
+        }
+        date.advance(by: 60)
+        await store.ledger.recordFailure(DepotError(.offline, operation: "FetchItems"), for: "k")
+
+        let entry = try #require(try await store.ledger.entry(for: "k"))
+        #expect(entry.lastSynced == date.now.addingTimeInterval(-60))
+        #expect(entry.etag == "\"v1\"")
+        #expect(entry.lastError?.code == .offline)
+        #expect(entry.lastError?.message.contains("FetchItems") == true)
+        #expect(entry.lastError?.date == date.now)
+
+        // A success clears the error; a 304 (no validators) keeps the old ones.
+        try await store.write { db in try SyncLedger.recordSuccess(for: "k", at: date.now, validators: nil, in: db) }
+        let after = try #require(try await store.ledger.entry(for: "k"))
+        #expect(after.lastError == nil)
+        #expect(after.etag == "\"v1\"")
+        #expect(after.lastSynced == date.now)
+
+        try await store.ledger.reset("k")
+        #expect(try await store.ledger.entry(for: "k") == nil)
+    }
+}
