@@ -45,6 +45,7 @@ public final class FixtureTransport: Transport {
 
     private struct State {
         var fixtures: [String: Fixture] = [:]
+        var fallback: Fixture?
         var requests: [TransportRequest] = []
         var isOffline = false
     }
@@ -61,6 +62,11 @@ public final class FixtureTransport: Transport {
         state.withLock { $0.fixtures[path] = fixture }
     }
 
+    /// Answers requests for any path without a fixture of its own with `fixture`.
+    public func respondToOtherPaths(with fixture: Fixture) {
+        state.withLock { $0.fallback = fixture }
+    }
+
     /// Whether every request fails with ``Depot/DepotError/Code/offline``.
     public var isOffline: Bool {
         get { state.withLock { $0.isOffline } }
@@ -73,7 +79,7 @@ public final class FixtureTransport: Transport {
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         let (fixture, offline) = state.withLock { state -> (Fixture?, Bool) in
             state.requests.append(request)
-            return (state.fixtures[request.url.path], state.isOffline)
+            return (state.fixtures[request.url.path] ?? state.fallback, state.isOffline)
         }
         if offline {
             throw DepotError(.offline, detail: "FixtureTransport is offline")

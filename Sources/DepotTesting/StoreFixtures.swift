@@ -48,6 +48,41 @@ public enum StoreFixtures {
         try open(in: temporaryFolder(), copying: seed, migrator: migrator, currentDate: currentDate)
     }
 
+    /// Runs one operation through a real ``Depot/NetworkController`` whose every
+    /// request is answered with the file at `response`, writing into `store`.
+    ///
+    /// For example:
+    ///
+    /// ```swift
+    /// try await StoreFixtures.withStore(copying: seed, migrator: .app) { store in
+    ///     let page = Bundle.module.url(forResource: "page2", withExtension: "json")!
+    ///     _ = try await StoreFixtures.perform(FetchContacts(page: 2), respondingWith: page, in: store)
+    ///     #expect(try await store.read { try Contact.fetchCount($0) } == 40)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - operation: The operation under test.
+    ///   - response: A file whose bytes are the response body.
+    ///   - status: The status to answer with.
+    ///   - headers: Extra response headers (an `ETag`, say).
+    ///   - store: The store the operation writes to.
+    public static func perform<Operation: NetworkOperation>(
+        _ operation: Operation,
+        respondingWith response: URL,
+        status: Int = 200,
+        headers: HTTPHeaders = [:],
+        in store: Store
+    ) async throws(DepotError) -> Operation.Output {
+        let transport = FixtureTransport()
+        transport.respondToOtherPaths(with: .file(response, status: status, headers: headers))
+        var configuration = NetworkController.Configuration(baseURL: URL(string: "http://fixtures.test/")!, transport: transport)
+        configuration.store = store
+        let controller = NetworkController(configuration: configuration)
+        defer { Task { _ = await controller.shutdown(grace: .zero) } }
+        return try await controller.perform(operation)
+    }
+
     private static func temporaryFolder() throws -> URL {
         let folder = FileManager.default.temporaryDirectory.appending(path: "depot-store-\(UUID().uuidString)", directoryHint: .isDirectory)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

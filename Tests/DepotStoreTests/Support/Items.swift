@@ -37,6 +37,7 @@ struct Item: Codable, Hashable, Sendable, Identifiable, FetchableRecord, Persist
 struct FetchItems: CachingOperation {
     var url: URL
     var key = "items"
+    var timeout: Timeout = .default
 
     var request: Depot.Request { .get(url) }
     var cacheKey: String { key }
