@@ -48,6 +48,7 @@ import Testing
         var readOnly = Configuration()
         readOnly.readonly = true
         let original = try DatabaseQueue(path: seed.path, configuration: readOnly)
-        #expect(try original.read { db in try Item.fetchCount(db) } == 5)
+        let seedCount = try await original.read { db in try Item.fetchCount(db) }
+        #expect(seedCount == 5)
     }
 }
