@@ -86,20 +86,32 @@ extension NetworkController {
     ///   - policy: When to go to the network. Default: `.cacheThenNetwork`.
     /// - Throws: `.storage` if no store is configured or the first fetch fails.
     @MainActor
+    @inlinable
     public func results<Request: FetchRequest & Sendable, Operation: CachingOperation>(
         for request: Request,
         sectionedBy sectionKey: (@Sendable (Request.RowDecoder) -> String)? = nil,
         refreshing operation: Operation,
         policy: CachePolicy = .cacheThenNetwork
     ) throws(DepotError) -> ResultsController<Request.RowDecoder> where Request.RowDecoder: Identifiable & Equatable & Sendable, Request.RowDecoder.ID: Sendable {
+        // Inlinable so that fetching, snapshotting and diffing are specialized for the record.
+        try makeResults(
+            fetch: { db in try request.fetchAll(db) },
+            refresh: ResultsDiff.refresh(sectionKey: sectionKey),
+            operation: operation,
+            policy: policy)
+    }
+
+    @MainActor
+    @usableFromInline
+    func makeResults<Record, Operation: CachingOperation>(
+        fetch: @escaping @Sendable (Database) throws -> [Record],
+        refresh: @escaping ResultsDiff.Refresh<Record>,
+        operation: Operation,
+        policy: CachePolicy
+    ) throws(DepotError) -> ResultsController<Record> {
         let store = try requireStore()
         let status = try SyncStatus(refreshing: operation, with: self)
-        let results: ResultsController<Request.RowDecoder>
-        if policy == .networkOnly {
-            results = ResultsController(store: store, fetch: { db in try request.fetchAll(db) }, sectionKey: sectionKey)
-        } else {
-            results = try ResultsController(store: store, request: request, sectionedBy: sectionKey)
-        }
+        let results = try ResultsController(store: store, fetch: fetch, refresh: refresh, held: policy == .networkOnly)
         results.syncStatus = status
 
         guard policy.needsRefresh(lastSynced: status.lastSynced, now: store.currentDate()) else { return results }

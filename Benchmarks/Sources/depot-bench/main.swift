@@ -14,9 +14,13 @@ case "transport", nil:
     let requests = arguments.count > 1 ? Int(arguments[1]) ?? 5000 : 5000
     let repeats = arguments.count > 2 ? Int(arguments[2]) ?? 3 : 3
     try await TransportBench.run(requests: requests, repeats: repeats)
+case "ingest":
+    try await IngestBench.run(items: arguments.count > 1 ? Int(arguments[1]) ?? 100_000 : 100_000, repeats: arguments.count > 2 ? Int(arguments[2]) ?? 3 : 3)
+case "changesets":
+    try await ChangeSetBench.run(rows: arguments.count > 1 ? Int(arguments[1]) ?? 10_000 : 10_000, repeats: arguments.count > 2 ? Int(arguments[2]) ?? 5 : 5)
 case "overhead":
     try await OverheadBench.run(operations: arguments.count > 1 ? Int(arguments[1]) ?? 100_000 : 100_000)
 default:
-    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | serve]")
+    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | ingest [items] [repeats] | changesets [rows] [repeats] | serve]")
     exit(2)
 }

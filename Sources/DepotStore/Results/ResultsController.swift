@@ -53,7 +53,7 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
 
     @ObservationIgnored private let store: Store
     @ObservationIgnored private let fetch: @Sendable (Database) throws -> [Record]
-    @ObservationIgnored private let sectionKey: (@Sendable (Record) -> String)?
+    @ObservationIgnored private let refresh: ResultsDiff.Refresh<Record>
     @ObservationIgnored private var observationTask: Task<Void, Never>?
     @ObservationIgnored private var subscribers: [UUID: Subscriber] = [:]
     @ObservationIgnored private var delivered = 0
@@ -79,24 +79,27 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     ///   - store: The store to read.
     ///   - request: What to fetch, filtered and sorted (a GRDB request).
     ///   - sectionKey: The section name of a record; `nil` for one unnamed section.
+    @inlinable
     public convenience init<Request: FetchRequest & Sendable>(
         store: Store,
         request: Request,
         sectionedBy sectionKey: (@Sendable (Record) -> String)? = nil
     ) throws(DepotError) where Request.RowDecoder == Record {
-        self.init(store: store, fetch: { db in try request.fetchAll(db) }, sectionKey: sectionKey)
-        let initial = try Self.read(store, fetch)
-        snapshot = ResultsSnapshot(rows: initial, sectionKey: sectionKey)
-        observe(from: snapshot)
+        // Inlinable so that fetching, snapshotting and diffing are specialized for Record.
+        try self.init(store: store, fetch: { db in try request.fetchAll(db) }, refresh: ResultsDiff.refresh(sectionKey: sectionKey), held: false)
     }
 
-    /// Makes a results controller that shows nothing until ``reveal()`` or
-    /// ``observe(from:)`` is called.
-    init(store: Store, fetch: @escaping @Sendable (Database) throws -> [Record], sectionKey: (@Sendable (Record) -> String)?) {
+    /// Makes a results controller. `held` ones show nothing until ``reveal()``.
+    @usableFromInline
+    init(store: Store, fetch: @escaping @Sendable (Database) throws -> [Record], refresh: @escaping ResultsDiff.Refresh<Record>, held: Bool) throws(DepotError) {
         self.store = store
         self.fetch = fetch
-        self.sectionKey = sectionKey
+        self.refresh = refresh
         self.snapshot = .empty
+        if !held {
+            snapshot = refresh(try Self.read(store, fetch), .empty).0
+            observe(from: snapshot)
+        }
     }
 
     isolated deinit {
@@ -117,15 +120,14 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         observationTask?.cancel()
         let observation = ValueObservation.tracking(fetch)
         let writer = store.writer
-        let sectionKey = sectionKey
+        let refresh = refresh
         observationTask = Task.detached(priority: .userInitiated) { [weak self] in
             var current = base
             do {
                 // Newest-only buffering is the coalescing: commits that land while a
                 // change is computed or delivered collapse into the next fetch.
                 for try await rows in observation.values(in: writer, bufferingPolicy: .bufferingNewest(1)) {
-                    let next = ResultsSnapshot(rows: rows, sectionKey: sectionKey)
-                    let changes = ResultsDiff.changes(from: current, to: next)
+                    let (next, changes) = refresh(rows, current)
                     guard !changes.isEmpty else { continue }
                     current = next
                     guard let self else { return }
@@ -147,8 +149,7 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         } catch {
             return fail(error)
         }
-        let next = ResultsSnapshot(rows: rows, sectionKey: sectionKey)
-        let changes = ResultsDiff.changes(from: snapshot, to: next)
+        let (next, changes) = refresh(rows, snapshot)
         if !changes.isEmpty { deliver(next, changes: changes) }
         observe(from: next)
     }

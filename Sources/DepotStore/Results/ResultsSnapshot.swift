@@ -48,6 +48,7 @@ public struct ResultsSnapshot<Record: Sendable>: Sendable {
     /// - Parameters:
     ///   - rows: The fetched records.
     ///   - sectionKey: The section name of a record, or `nil` for a single unnamed section.
+    @inlinable
     public init(rows: [Record], sectionKey: (@Sendable (Record) -> String)?) {
         guard let sectionKey else {
             sections = rows.isEmpty ? [] : [ResultsSection(name: "", items: rows)]
@@ -71,19 +72,23 @@ public struct ResultsSnapshot<Record: Sendable>: Sendable {
     }
 
     /// Makes a snapshot from sections.
+    @inlinable
     public init(sections: [ResultsSection<Record>]) {
         self.sections = sections
     }
 
     /// An empty snapshot.
+    @inlinable
     public static var empty: ResultsSnapshot { ResultsSnapshot(sections: []) }
 
     /// Every record, section after section.
+    @inlinable
     public var fetchedObjects: [Record] {
         sections.count == 1 ? sections[0].items : sections.flatMap(\.items)
     }
 
     /// The number of records.
+    @inlinable
     public var count: Int {
         sections.reduce(0) { $0 + $1.items.count }
     }
@@ -92,6 +97,7 @@ public struct ResultsSnapshot<Record: Sendable>: Sendable {
     public var isEmpty: Bool { sections.allSatisfy(\.items.isEmpty) }
 
     /// The record at `path`.
+    @inlinable
     public subscript(path: ItemPath) -> Record {
         sections[path.section].items[path.item]
     }
