@@ -270,6 +270,7 @@ import Testing
     @Test func sameScenarioSameResultTenTimes() async throws {
         let first = try await Self.scenario()
         #expect(first.count == 30)
+        if ProcessInfo.processInfo.environment["DEPOT_PRINT"] != nil { print(first.joined(separator: "\n")) }
         for _ in 0..<9 {
             let again = try await Self.scenario()
             #expect(again == first)

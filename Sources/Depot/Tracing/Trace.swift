@@ -4,7 +4,7 @@ import Foundation
 /// how the connection quality changed, on the controller's time line.
 ///
 /// Times are offsets since the controller's origin (its clock when it was
-/// made); in JSON they are seconds as numbers. Export a trace with
+/// made); in JSON they are seconds as numbers, read back to the nanosecond. Export a trace with
 /// ``jsonData()`` or draw it as a waterfall with ``svg(_:)``.
 ///
 /// For example:
@@ -68,10 +68,10 @@ public struct Trace: Sendable, Hashable, Codable {
             }
             self.priority = priority
             category = OperationCategory(rawValue: try c.decode(String.self, forKey: .category))
-            enqueued = .seconds(try c.decode(Double.self, forKey: .enqueued))
-            started = try c.decodeIfPresent(Double.self, forKey: .started).map { .seconds($0) }
-            firstByte = try c.decodeIfPresent(Double.self, forKey: .firstByte).map { .seconds($0) }
-            finished = try c.decodeIfPresent(Double.self, forKey: .finished).map { .seconds($0) }
+            enqueued = Trace.duration(seconds: try c.decode(Double.self, forKey: .enqueued))
+            started = try c.decodeIfPresent(Double.self, forKey: .started).map(Trace.duration(seconds:))
+            firstByte = try c.decodeIfPresent(Double.self, forKey: .firstByte).map(Trace.duration(seconds:))
+            finished = try c.decodeIfPresent(Double.self, forKey: .finished).map(Trace.duration(seconds:))
             bytes = try c.decode(Int64.self, forKey: .bytes)
             outcome = try c.decodeIfPresent(Outcome.self, forKey: .outcome)
             attempts = try c.decode(Int.self, forKey: .attempts)
@@ -146,7 +146,7 @@ public struct Trace: Sendable, Hashable, Codable {
 
         public init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
-            at = .seconds(try c.decode(Double.self, forKey: .at))
+            at = Trace.duration(seconds: try c.decode(Double.self, forKey: .at))
             let name = try c.decode(String.self, forKey: .quality)
             guard let quality = ConnectionQuality.allCases.first(where: { $0.description == name }) else {
                 throw DecodingError.dataCorruptedError(forKey: .quality, in: c, debugDescription: "unknown quality \(name)")
@@ -181,7 +181,7 @@ public struct Trace: Sendable, Hashable, Codable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         entries = try c.decode([Entry].self, forKey: .entries)
         qualityChanges = try c.decode([QualityChange].self, forKey: .qualityChanges)
-        end = .seconds(try c.decode(Double.self, forKey: .end))
+        end = Trace.duration(seconds: try c.decode(Double.self, forKey: .end))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -189,6 +189,11 @@ public struct Trace: Sendable, Hashable, Codable {
         try c.encode(entries, forKey: .entries)
         try c.encode(qualityChanges, forKey: .qualityChanges)
         try c.encode(end.seconds, forKey: .end)
+    }
+
+    /// A duration from seconds in JSON, to the nanosecond (so what was written reads back equal).
+    static func duration(seconds: Double) -> Duration {
+        .nanoseconds(Int64((seconds * 1e9).rounded()))
     }
 
     /// The trace as JSON (sorted keys, pretty printed): times in seconds.
