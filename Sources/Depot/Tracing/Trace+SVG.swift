@@ -70,7 +70,7 @@ extension Trace {
         let labelled = rows.count <= options.maximumLabelledRows
         let rowHeight = max(2.0, min(18.0, Double(options.maximumRowsHeight) / Double(max(rows.count, 1))))
         let barHeight = max(1.5, (rowHeight * 0.7).rounded())
-        let left = labelled ? 190.0 : 16.0
+        let left = labelled ? 190.0 : 64.0
         let right = 24.0
         let chartWidth = Double(options.width) - left - right
         let legendTop = 34.0
