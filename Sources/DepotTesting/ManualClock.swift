@@ -45,6 +45,8 @@ public final class ManualClock: Clock, Sendable {
         var next: UInt64 = 0
         var sleepers: [UInt64: Sleeper] = [:]
         var watchers: [UInt64: Watcher] = [:]
+        /// Sleepers resumed by an advance whose task has not yet run again.
+        var waking: Set<UInt64> = []
     }
 
     private let state = Mutex(State())
@@ -62,12 +64,30 @@ public final class ManualClock: Clock, Sendable {
     /// How many tasks are sleeping on the clock.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
+    /// The earliest deadline any task is sleeping until, if one is sleeping.
+    public var nextDeadline: Instant? { state.withLock { $0.sleepers.values.map(\.deadline).min() } }
+
+    /// How many sleepers an advance has woken whose tasks have not run yet. A
+    /// driver that wants the woken code to act before it moves time again waits
+    /// for this to reach 0 (the woken task's own work after that is its business).
+    public var pendingWakeups: Int { state.withLock { $0.waking.count } }
+
+    /// Moves time to the earliest deadline a task sleeps until and wakes the tasks due then.
+    /// Returns the new time, or `nil` (leaving time alone) when nobody sleeps.
+    @discardableResult
+    public func advanceToNextDeadline() -> Instant? {
+        guard let deadline = nextDeadline else { return nil }
+        advance(to: deadline)
+        return deadline
+    }
+
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         try Task.checkCancellation()
         let id = state.withLock { state -> UInt64 in
             state.next += 1
             return state.next
         }
+        defer { state.withLock { _ = $0.waking.remove(id) } }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let (due, watchers) = state.withLock { state -> (Bool?, [CheckedContinuation<Void, Never>]) in
@@ -101,10 +121,22 @@ public final class ManualClock: Clock, Sendable {
         let due = state.withLock { state -> [Sleeper] in
             if instant > state.now { state.now = instant }
             let due = state.sleepers.filter { $0.value.deadline <= state.now }.sorted { $0.value.deadline < $1.value.deadline }
-            for (id, _) in due { state.sleepers[id] = nil }
+            for (id, _) in due {
+                state.sleepers[id] = nil
+                state.waking.insert(id)
+            }
             return due.map(\.value)
         }
         for sleeper in due { sleeper.continuation.resume() }
+    }
+
+    /// Moves time forward without waking anyone: a ``NetworkSimulator`` driver uses
+    /// it to deliver the link's events at an instant before the clock's sleepers
+    /// due at that same instant run. Call ``advance(to:)`` right after.
+    func move(to instant: Instant) {
+        state.withLock { state in
+            if instant > state.now { state.now = instant }
+        }
     }
 
     /// Returns once at least `count` tasks are sleeping on the clock: the way a

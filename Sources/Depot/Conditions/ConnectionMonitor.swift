@@ -1,0 +1,230 @@
+import Foundation
+
+/// Learns how good the network is from the transfers that go over it.
+///
+/// `ConnectionMonitor` is a pure state machine: it does no I/O and reads no
+/// clock. The controller feeds it what happened and when (time as a `Duration`
+/// since some fixed origin, the way the controller's clock measures it), and
+/// carries out the actions it returns.
+///
+/// - Bandwidth is an exponentially weighted moving average, taken in log space
+///   (a geometric mean, so a fall from 20 Mbps to 100 kbps shows as quickly as
+///   the climb back), of the transfers of at least
+///   ``Configuration/minimumMeasurableBytes``. Smaller bodies say more about
+///   latency than about bandwidth.
+/// - Round-trip time is a moving average of every transfer's time to first byte
+///   (which includes server time), as in TCP's smoothed RTT. The minimum round
+///   trip of the last ``Configuration/minimumRTTWindow`` is kept too.
+/// - Quality changes with hysteresis: a new class must be measured for
+///   ``Configuration/samplesToChange`` bandwidth samples in a row. A connection
+///   failure goes `.offline` at once; any answer from a server leaves `.offline`
+///   at once, back to the class known before.
+///
+/// For example:
+///
+/// ```swift
+/// var monitor = ConnectionMonitor(configuration: .default)
+/// let sample = TransferSample(bytes: 40_000, timeToFirstByte: .milliseconds(100), transferDuration: .seconds(3))
+/// for action in monitor.handle(.transfer(sample), at: now) {
+///     if case .qualityChanged(_, let quality) = action { limit = policy.limit(for: quality) }
+/// }
+/// ```
+public struct ConnectionMonitor: Sendable {
+    /// How the monitor measures and how quickly it changes its mind.
+    public struct Configuration: Sendable, Hashable {
+        /// Where each quality begins, in bits per second.
+        public var thresholds: ConnectionQuality.Thresholds
+        /// Transfers with fewer body bytes feed only the round-trip estimate.
+        public var minimumMeasurableBytes: Int64
+        /// The weight of a new bandwidth sample in the (log-space) moving average, in `0 < w ≤ 1`.
+        public var bandwidthWeight: Double
+        /// The weight of a new round-trip sample in its moving average (TCP uses 1/8).
+        public var rttWeight: Double
+        /// How many bandwidth samples in a row must show a new class before the quality changes.
+        public var samplesToChange: Int
+        /// The quality before anything is measured, and after `.offline` when nothing was known.
+        public var initialQuality: ConnectionQuality
+        /// How long a minimum round trip is trusted before a newer sample replaces it.
+        public var minimumRTTWindow: Duration
+
+        /// Makes a configuration; every parameter has a default.
+        ///
+        /// - Parameters:
+        ///   - thresholds: Where each quality begins.
+        ///   - minimumMeasurableBytes: The smallest body that counts for bandwidth (16 KB).
+        ///   - bandwidthWeight: The weight of a new bandwidth sample (0.4).
+        ///   - rttWeight: The weight of a new round-trip sample (0.125).
+        ///   - samplesToChange: Samples in a row to change class (3).
+        ///   - initialQuality: The quality before any measurement (`.good`).
+        ///   - minimumRTTWindow: How long a minimum round trip is kept (30 s).
+        public init(
+            thresholds: ConnectionQuality.Thresholds = .default,
+            minimumMeasurableBytes: Int64 = 16 * 1024,
+            bandwidthWeight: Double = 0.4,
+            rttWeight: Double = 0.125,
+            samplesToChange: Int = 3,
+            initialQuality: ConnectionQuality = .good,
+            minimumRTTWindow: Duration = .seconds(30)
+        ) {
+            precondition(bandwidthWeight > 0 && bandwidthWeight <= 1, "bandwidthWeight must be in 0 < w ≤ 1")
+            precondition(rttWeight > 0 && rttWeight <= 1, "rttWeight must be in 0 < w ≤ 1")
+            precondition(initialQuality != .offline, "the initial quality cannot be offline")
+            self.thresholds = thresholds
+            self.minimumMeasurableBytes = minimumMeasurableBytes
+            self.bandwidthWeight = bandwidthWeight
+            self.rttWeight = rttWeight
+            self.samplesToChange = max(1, samplesToChange)
+            self.initialQuality = initialQuality
+            self.minimumRTTWindow = minimumRTTWindow
+        }
+
+        /// Facebook's thresholds, 16 KB minimum, three samples to change, starting at `.good`.
+        public static let `default` = Configuration()
+    }
+
+    /// Something that happened on the network.
+    public enum Event: Sendable, Hashable {
+        /// A transfer completed with these measurements. It is also an answer from a server.
+        case transfer(TransferSample)
+        /// A server answered (any status, even a failure after the head arrived).
+        case responded
+        /// No server could be reached: refused, DNS failure, no route (``DepotError/Code/offline``).
+        case connectionFailed
+
+        /// The event a failed transfer means for the monitor, if any.
+        ///
+        /// `.offline` errors are connection failures; errors that carry an HTTP
+        /// status prove a server answered. Other failures (timeouts, lost
+        /// connections, cancellation) say nothing certain and give `nil`.
+        ///
+        /// - Parameter error: The failure.
+        public static func failure(_ error: DepotError) -> Event? {
+            if error.code == .offline { return .connectionFailed }
+            if error.status != nil { return .responded }
+            return nil
+        }
+    }
+
+    /// What the controller must do.
+    public enum Action: Sendable, Hashable {
+        /// The quality changed: adjust the concurrency limit and apply the quality rules.
+        case qualityChanged(from: ConnectionQuality, to: ConnectionQuality)
+    }
+
+    let configuration: Configuration
+    var current: ConnectionQuality
+    /// The class before going offline.
+    var lastOnline: ConnectionQuality
+    /// The log of the bandwidth estimate (bits/s).
+    var logBandwidth: Double?
+    var smoothedRTT: Duration?
+    var minRTT: (value: Duration, at: Duration)?
+    var candidate: ConnectionQuality?
+    var candidateCount = 0
+    var bandwidthSamples = 0
+
+    /// Makes a monitor at the configuration's initial quality, with no estimates.
+    ///
+    /// - Parameter configuration: How to measure and when to change class.
+    public init(configuration: Configuration = .default) {
+        self.configuration = configuration
+        self.current = configuration.initialQuality
+        self.lastOnline = configuration.initialQuality
+    }
+
+    /// The current quality.
+    public var quality: ConnectionQuality { current }
+
+    /// The estimated bandwidth in bits per second, once a large enough transfer was measured.
+    public var bandwidth: Double? { logBandwidth.map { exp($0) } }
+
+    /// The smoothed round-trip time (time to first byte), once a transfer was measured.
+    public var rtt: Duration? { smoothedRTT }
+
+    /// The smallest round trip seen within the configured window: the link's delay without queueing.
+    public var minimumRTT: Duration? { minRTT?.value }
+
+    /// How many transfers have fed the bandwidth estimate.
+    public var bandwidthSampleCount: Int { bandwidthSamples }
+
+    /// Takes in what happened at `time` and returns what to do about it.
+    ///
+    /// For example:
+    ///
+    /// ```swift
+    /// let actions = monitor.handle(.connectionFailed, at: .seconds(12))
+    /// // [.qualityChanged(from: .good, to: .offline)]
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - event: What happened.
+    ///   - time: When, as elapsed time since the controller's origin.
+    public mutating func handle(_ event: Event, at time: Duration) -> [Action] {
+        switch event {
+        case .connectionFailed:
+            guard current != .offline else { return [] }
+            lastOnline = current
+            candidate = nil
+            candidateCount = 0
+            return change(to: .offline)
+        case .responded:
+            return comeBackOnline()
+        case .transfer(let sample):
+            var actions = comeBackOnline()
+            actions += measure(sample, at: time)
+            return actions
+        }
+    }
+
+    private mutating func comeBackOnline() -> [Action] {
+        guard current == .offline else { return [] }
+        return change(to: lastOnline)
+    }
+
+    private mutating func measure(_ sample: TransferSample, at time: Duration) -> [Action] {
+        let rttSample = sample.timeToFirstByte
+        if let smoothed = smoothedRTT {
+            smoothedRTT = smoothed * (1 - configuration.rttWeight) + rttSample * configuration.rttWeight
+        } else {
+            smoothedRTT = rttSample
+        }
+        if let known = minRTT, known.value <= rttSample, time - known.at <= configuration.minimumRTTWindow {
+            // Still the minimum, and still fresh.
+        } else {
+            minRTT = (rttSample, time)
+        }
+
+        guard sample.bytes >= configuration.minimumMeasurableBytes,
+              let bytesPerSecond = sample.bytesPerSecond, bytesPerSecond > 0
+        else { return [] }
+        let logSample = log(bytesPerSecond * 8)
+        let weight = configuration.bandwidthWeight
+        logBandwidth = logBandwidth.map { $0 * (1 - weight) + logSample * weight } ?? logSample
+        bandwidthSamples += 1
+
+        let measured = configuration.thresholds.quality(forBandwidth: exp(logBandwidth!))
+        if measured == current {
+            candidate = nil
+            candidateCount = 0
+            return []
+        }
+        if measured == candidate {
+            candidateCount += 1
+        } else {
+            candidate = measured
+            candidateCount = 1
+        }
+        guard candidateCount >= configuration.samplesToChange else { return [] }
+        candidate = nil
+        candidateCount = 0
+        return change(to: measured)
+    }
+
+    private mutating func change(to new: ConnectionQuality) -> [Action] {
+        let old = current
+        guard old != new else { return [] }
+        current = new
+        if new != .offline { lastOnline = new }
+        return [.qualityChanged(from: old, to: new)]
+    }
+}

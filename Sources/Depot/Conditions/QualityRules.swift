@@ -1,0 +1,122 @@
+/// What to hold back when the network is bad: categories to pause and queued
+/// work to drop, and what to let go again when it recovers.
+///
+/// The rules are pure: give them the old and new quality and the queued work,
+/// and they say what to pause, resume and cancel. They report only what they
+/// themselves pause, so a controller should keep categories the user paused
+/// apart and resume a category only when neither holds it.
+///
+/// For example:
+///
+/// ```swift
+/// let rules = QualityRules.default   // at .poor or worse: pause images, drop queued low-priority work
+/// let changes = rules.changes(from: .good, to: .poor, queued: queuedJobs) { isDroppable[$0] ?? false }
+/// for category in changes.pause { scheduler.pause(category: category) }
+/// for id in changes.cancel { scheduler.cancel(id) }
+/// ```
+public struct QualityRules: Sendable, Hashable {
+    /// The rules apply at this quality and below.
+    public var threshold: ConnectionQuality
+    /// Categories paused while the rules apply.
+    public var pausedCategories: Set<OperationCategory>
+    /// Queued droppable work at or below this priority is cancelled while the
+    /// rules apply; `nil` cancels nothing.
+    public var dropPriorityAtMost: Priority?
+
+    /// Makes rules.
+    ///
+    /// - Parameters:
+    ///   - threshold: The rules apply at this quality and below (`.poor`).
+    ///   - pausedCategories: What to pause (`[.images]`).
+    ///   - dropPriorityAtMost: The highest priority of queued droppable work to cancel (`.low`).
+    public init(threshold: ConnectionQuality = .poor, pausedCategories: Set<OperationCategory> = [.images], dropPriorityAtMost: Priority? = .low) {
+        self.threshold = threshold
+        self.pausedCategories = pausedCategories
+        self.dropPriorityAtMost = dropPriorityAtMost
+    }
+
+    /// At `.poor` or worse, pause `.images` and cancel queued droppable work of priority `.low` or lower.
+    public static let `default` = QualityRules()
+
+    /// Rules that never hold anything back.
+    public static let none = QualityRules(threshold: .offline, pausedCategories: [], dropPriorityAtMost: nil)
+
+    /// One queued operation, as the rules see it.
+    public struct Queued<ID: Hashable & Sendable>: Sendable, Hashable {
+        /// The operation's (or job's) identity.
+        public var id: ID
+        /// Its priority.
+        public var priority: Priority
+        /// Its category.
+        public var category: OperationCategory
+
+        /// Describes a queued operation.
+        public init(id: ID, priority: Priority, category: OperationCategory) {
+            self.id = id
+            self.priority = priority
+            self.category = category
+        }
+    }
+
+    /// What a quality change asks for.
+    public struct Changes<ID: Hashable & Sendable>: Sendable, Hashable {
+        /// Categories to pause.
+        public var pause: Set<OperationCategory> = []
+        /// Categories to resume.
+        public var resume: Set<OperationCategory> = []
+        /// Queued operations to cancel, in the order they were given.
+        public var cancel: [ID] = []
+
+        /// Whether there is nothing to do.
+        public var isEmpty: Bool { pause.isEmpty && resume.isEmpty && cancel.isEmpty }
+    }
+
+    /// Whether the rules apply at `quality`.
+    ///
+    /// - Parameter quality: A quality.
+    public func applies(at quality: ConnectionQuality) -> Bool {
+        quality <= threshold && !(pausedCategories.isEmpty && dropPriorityAtMost == nil)
+    }
+
+    /// Whether an operation of this priority, if droppable, is cancelled while the rules apply.
+    /// A controller asks this for work enqueued while the network is bad.
+    ///
+    /// - Parameters:
+    ///   - priority: The operation's priority.
+    ///   - quality: The current quality.
+    public func drops(_ priority: Priority, at quality: ConnectionQuality) -> Bool {
+        guard applies(at: quality), let limit = dropPriorityAtMost else { return false }
+        return priority <= limit
+    }
+
+    /// What to do when the quality moves from `old` to `new`.
+    ///
+    /// Entering the rules pauses their categories and cancels the queued
+    /// droppable work at or below ``dropPriorityAtMost``; leaving them resumes
+    /// the categories (cancelled work stays cancelled). Moving within or outside
+    /// the rules changes nothing.
+    ///
+    /// - Parameters:
+    ///   - old: The quality before.
+    ///   - new: The quality now.
+    ///   - queued: The work waiting to start (running work is never cancelled).
+    ///   - isDroppable: Whether an operation may be dropped on a bad network.
+    public func changes<ID: Hashable & Sendable>(
+        from old: ConnectionQuality,
+        to new: ConnectionQuality,
+        queued: [Queued<ID>],
+        isDroppable: (ID) -> Bool
+    ) -> Changes<ID> {
+        var changes = Changes<ID>()
+        switch (applies(at: old), applies(at: new)) {
+        case (false, true):
+            changes.pause = pausedCategories
+            changes.cancel = queued.filter { drops($0.priority, at: new) && isDroppable($0.id) }.map(\.id)
+        case (true, false):
+            changes.resume = pausedCategories
+        default:
+            break
+        }
+        return changes
+    }
+}
