@@ -48,7 +48,7 @@ public final class SyncStatus {
     }
 
     @ObservationIgnored private let store: Store
-    @ObservationIgnored private let perform: @Sendable () async throws(DepotError) -> Void
+    @ObservationIgnored private let perform: @Sendable (_ onWaiting: @escaping @Sendable (DepotError) -> Void) async throws(DepotError) -> Void
     @ObservationIgnored private let clock: any Clock<Duration>
     @ObservationIgnored private var running: Task<Void, Never>?
     @ObservationIgnored private var ledgerTask: Task<Void, Never>?
@@ -66,12 +66,21 @@ public final class SyncStatus {
     /// ```
     public convenience init<Operation: CachingOperation>(refreshing operation: Operation, with controller: NetworkController) throws(DepotError) {
         let store = try controller.requireStore()
-        self.init(key: operation.cacheKey, store: store, clock: controller.configuration.clock) { () async throws(DepotError) in
+        let name = operation.name
+        self.init(key: operation.cacheKey, store: store, clock: controller.configuration.clock) { onWaiting async throws(DepotError) in
+            // Offline, a GET waits in the queue instead of failing: say so meanwhile.
+            let events = controller.events
+            let watcher = Task {
+                for await event in events where event.operation == name {
+                    if case .waitingForNetwork(let error) = event.kind { onWaiting(error) }
+                }
+            }
+            defer { watcher.cancel() }
             _ = try await controller.perform(operation)
         }
     }
 
-    init(key: String, store: Store, clock: any Clock<Duration>, perform: @escaping @Sendable () async throws(DepotError) -> Void) {
+    init(key: String, store: Store, clock: any Clock<Duration>, perform: @escaping @Sendable (_ onWaiting: @escaping @Sendable (DepotError) -> Void) async throws(DepotError) -> Void) {
         self.key = key
         self.store = store
         self.clock = clock
@@ -92,13 +101,23 @@ public final class SyncStatus {
     /// Refreshes now and returns when the refresh is over. A failure lands in
     /// ``lastError``; it is not thrown. If a refresh is already running, this
     /// waits for that one instead of starting another.
+    ///
+    /// Offline, a GET refresh waits for the network (``Depot/OfflineBehavior``):
+    /// ``isSyncing`` stays `true`, ``lastError`` says `.offline` at once, and
+    /// the refresh completes when the network is back.
     public func refresh() async {
         if let running { return await running.value }
         let task = Task { @MainActor in
             self.setSyncing(true)
             var failure: DepotError?
+            let store = self.store
+            let key = self.key
             do throws(DepotError) {
-                try await self.perform()
+                try await self.perform { error in
+                    // The refresh waits for the network: the error shows now, and
+                    // is kept in the ledger until a sync succeeds.
+                    Task { await store.ledger.recordFailure(error, for: key) }
+                }
             } catch {
                 failure = error
                 if error.code != .cancelled { await self.store.ledger.recordFailure(error, for: self.key) }

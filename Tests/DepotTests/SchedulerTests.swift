@@ -23,8 +23,40 @@ import Testing
         _ = scheduler.enqueue(entry(4, .normal))
         _ = scheduler.enqueue(entry(5, .veryLow))
         _ = scheduler.enqueue(entry(6, .high))
-        // When the limit opens, everything starts in priority order, FIFO within.
-        #expect(starts(scheduler.setLimit(10)) == [3, 6, 2, 4, 1, 5])
+        // When the limit opens, everything starts in priority order, FIFO within;
+        // delayable work (low and below) runs one at a time beside important work.
+        #expect(starts(scheduler.setLimit(10)) == [3, 6, 2, 4, 1])
+        #expect(starts(scheduler.finish(job: id(1), outcome: .succeeded)) == [5])
+    }
+
+    @Test func delayableWorkLeavesASlotAndYieldsToImportantWork() {
+        var scheduler = Scheduler(limit: 4)
+        // Given only low-priority work, it takes all slots but one
+        var started: [UInt64] = []
+        for n in 1...10 { started += starts(scheduler.enqueue(entry(UInt64(n), .low))) }
+        #expect(started == [1, 2, 3])
+        // When important work arrives, it starts at once in the free slot
+        #expect(starts(scheduler.enqueue(entry(20, .high))) == [20])
+        // Then while it runs, finished low work is not replaced beyond one in flight
+        #expect(starts(scheduler.finish(job: id(1), outcome: .succeeded)).isEmpty)
+        #expect(starts(scheduler.finish(job: id(2), outcome: .succeeded)).isEmpty)
+        #expect(starts(scheduler.finish(job: id(3), outcome: .succeeded)) == [4])
+        // And when it ends, low work fills the slots again (all but one)
+        #expect(starts(scheduler.finish(job: id(20), outcome: .succeeded)) == [5, 6])
+    }
+
+    @Test func requeuedJobRunsFirstWhenRoomReturns() {
+        var scheduler = Scheduler(limit: 1)
+        #expect(starts(scheduler.enqueue(entry(1, .normal))) == [1])
+        _ = scheduler.enqueue(entry(2, .normal))
+        _ = scheduler.setLimit(0)
+        // Given the running job found no network and went back to the queue
+        #expect(starts(scheduler.requeue(job: id(1))).isEmpty)
+        #expect(scheduler.isPending(id(1)))
+        // When room returns, it goes first, still with its ticket
+        #expect(starts(scheduler.setLimit(1)) == [1])
+        let finished = scheduler.finish(job: id(1), outcome: .succeeded)
+        #expect(finished.contains(.resolve(job: id(1), tickets: [id(1)], .succeeded)))
     }
 
     @Test func respectsTheConcurrencyLimit() {

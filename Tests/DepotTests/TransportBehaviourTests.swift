@@ -72,8 +72,9 @@ import Testing
         let url = server.url(.hello)
         await server.stop()
         try await withController(kind.make()) { controller in
-            let error = await DepotError.from { _ = try await controller.perform(FetchRaw(url: url)) }
+            let error = await DepotError.from { _ = try await controller.perform(FetchRaw(url: url, offlineBehavior: .failFast)) }
             #expect(error?.code == .offline, "\(String(describing: error))")
+            #expect(controller.quality == .offline)
         }
     }
 

@@ -7,8 +7,7 @@ extension NetworkController {
     /// ```swift
     /// let controller = NetworkController(configuration: .init(
     ///     baseURL: URL(string: "http://127.0.0.1:8080")!,
-    ///     adapters: [DefaultHeaders(["Accept": "application/json"])],
-    ///     concurrencyLimit: 4
+    ///     adapters: [DefaultHeaders(["Accept": "application/json"])]
     /// ))
     /// ```
     public struct Configuration: Sendable {
@@ -22,8 +21,35 @@ extension NetworkController {
         public var clock: any Clock<Duration>
         /// Where operations are logged. Secrets in headers are never logged.
         public var logger: Logger
-        /// How many transfers may run at once.
-        public var concurrencyLimit: Int
+        /// How many transfers may run at once, as the connection quality changes.
+        /// Default: ``ConcurrencyPolicy/default`` (offline 0, poor 1, moderate 2,
+        /// good 4, excellent 6).
+        public var concurrencyPolicy: ConcurrencyPolicy
+        /// How quality is measured: thresholds, smoothing, hysteresis.
+        public var monitor: ConnectionMonitor.Configuration
+        /// What a bad network pauses and drops. Default: ``QualityRules/default``
+        /// (on `.poor`, pause `images` and drop droppable queued work at `.low` and below).
+        public var qualityRules: QualityRules
+        /// When failed attempts are retried. Operations may bring their own.
+        public var retryPolicy: RetryPolicy
+        /// How many retries the controller may spend, so a failing server is not stormed.
+        public var retryBudget: RetryBudget
+        /// While offline, the controller lets one queued operation try after this
+        /// delay, doubling up to `probeBackoff.upperBound`.
+        public var probeBackoff: ClosedRange<Duration>
+        /// The wall clock, for `Retry-After` dates.
+        public var currentDate: @Sendable () -> Date
+        /// The seed for retry jitter; `nil` uses the system's random numbers.
+        public var jitterSeed: UInt64?
+        /// Records a waterfall trace of every operation when set.
+        public var trace: TraceRecorder?
+
+        /// A fixed concurrency limit, or the policy's current one. Setting it
+        /// replaces the policy with ``ConcurrencyPolicy/fixed(_:)``.
+        public var concurrencyLimit: Int {
+            get { concurrencyPolicy.limit }
+            set { concurrencyPolicy = .fixed(newValue) }
+        }
         /// Bodies larger than this fail with ``DepotError/Code/tooLarge``.
         public var maximumBodySize: Int
         /// How many redirects to follow; 0 returns 3xx responses to the operation.
@@ -42,7 +68,8 @@ extension NetworkController {
             adapters: [any RequestAdapter] = [],
             clock: any Clock<Duration> = ContinuousClock(),
             logger: Logger = Logger(label: "depot"),
-            concurrencyLimit: Int = Configuration.defaultConcurrencyLimit,
+            concurrencyLimit: Int? = nil,
+            concurrencyPolicy: ConcurrencyPolicy = .default,
             maximumBodySize: Int = Configuration.defaultMaximumBodySize,
             redirectLimit: Int = Configuration.defaultRedirectLimit,
             notificationCenter: NotificationCenter? = .default,
@@ -54,7 +81,15 @@ extension NetworkController {
             self.adapters = adapters
             self.clock = clock
             self.logger = logger
-            self.concurrencyLimit = concurrencyLimit
+            self.concurrencyPolicy = concurrencyLimit.map(ConcurrencyPolicy.fixed) ?? concurrencyPolicy
+            self.monitor = .default
+            self.qualityRules = .default
+            self.retryPolicy = .default
+            self.retryBudget = .default
+            self.probeBackoff = .seconds(1) ... .seconds(30)
+            self.currentDate = { Date() }
+            self.jitterSeed = nil
+            self.trace = nil
             self.maximumBodySize = maximumBodySize
             self.redirectLimit = redirectLimit
             self.notificationCenter = notificationCenter
@@ -62,7 +97,7 @@ extension NetworkController {
             self.eventBufferSize = eventBufferSize
         }
 
-        /// 4 transfers at once.
+        /// 4 transfers at once: the default policy's limit on a good network.
         public static let defaultConcurrencyLimit = 4
         /// 50 MB.
         public static let defaultMaximumBodySize = 50 * 1024 * 1024

@@ -28,7 +28,7 @@ public final class NetworkController: Sendable {
     let timebase: Timebase
     let hub: EventHub
     let pipeline: TransferPipeline
-    private let state: Mutex<State>
+    let state: Mutex<State>
 
     /// Made once per job, at enqueue, around the concrete operation type.
     typealias JobRunner = @Sendable (JobEnvironment) async -> JobResult
@@ -44,9 +44,11 @@ public final class NetworkController: Sendable {
         var result: Swift.Result<any Sendable, DepotError>
         var status: Int?
         var sample: TransferSample?
+        /// The transfer found no network and the operation waits for it: back to the queue.
+        var waitsForNetwork = false
     }
 
-    private struct TicketRecord: Sendable {
+    struct TicketRecord: Sendable {
         let ticket: Ticket
         let priority: Priority
         let enqueuedAt: Duration
@@ -54,7 +56,7 @@ public final class NetworkController: Sendable {
         let deliver: @Sendable (Swift.Result<any Sendable, DepotError>) -> Void
     }
 
-    private struct State: Sendable {
+    struct State: Sendable {
         var scheduler: Scheduler
         var records: [Ticket.ID: TicketRecord] = [:]
         var tasks: [Ticket.ID: Task<Void, Never>] = [:]
@@ -67,21 +69,27 @@ public final class NetworkController: Sendable {
         var isShutDown = false
         var report: ShutdownReport?
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var conditions: ConditionsState
+        /// The offline probe loop, while offline.
+        var probeTask: Task<Void, Never>?
         var nextWaiter: UInt64 = 0
     }
 
     /// What to do outside the lock. Resuming continuations and cancelling tasks
     /// take the Swift runtime's task locks, so they must never run under ours.
-    private enum Effect {
+    enum Effect {
         case emit(NetworkEvent)
         case cancel(Task<Void, Never>)
         case resume(CheckedContinuation<Void, Never>)
         case launch(Ticket.ID, JobRunner, immediately: Bool)
         case deliver(@Sendable (Swift.Result<any Sendable, DepotError>) -> Void, Swift.Result<any Sendable, DepotError>)
         case log(Logger.Level, Logger.Message, Logger.Metadata)
+        case startProbing
     }
 
     private static let ticketCounter = Atomic<UInt64>(0)
+    /// Body bytes received by every transfer of this controller (see ``LinkMeter``).
+    let linkBytes = LinkMeter.Counter()
 
     /// Makes a controller.
     public init(configuration: Configuration = Configuration()) {
@@ -99,7 +107,8 @@ public final class NetworkController: Sendable {
             redirectLimit: configuration.redirectLimit,
             watch: DeadlineWatch(timebase: timebase)
         )
-        self.state = Mutex(State(scheduler: Scheduler(limit: configuration.concurrencyLimit)))
+        let conditions = ConditionsState(configuration: configuration)
+        self.state = Mutex(State(scheduler: Scheduler(limit: conditions.effectiveLimit), conditions: conditions))
     }
 
     // MARK: - Enqueue
@@ -227,6 +236,8 @@ public final class NetworkController: Sendable {
             return await self.execute(operation, name: name, request: request, url: url, environment: environment)
         }
         let record = TicketRecord(ticket: ticket, priority: operation.priority, enqueuedAt: now, runner: runner, deliver: deliver)
+        let isDroppable = operation.isDroppable
+        let offlineBehavior = operation.offlineBehavior
 
         var effects: [Effect] = []
         state.withLock { state in
@@ -244,6 +255,22 @@ public final class NetworkController: Sendable {
             }
             state.records[id] = record
             effects.append(.emit(event(id, name, .enqueued(priority: entry.priority, category: entry.category), at: now)))
+            configuration.trace?.enqueued(id, name: name, priority: entry.priority, category: entry.category, at: now)
+            let quality = state.conditions.monitor.quality
+            if isDroppable {
+                // Work that a bad network would drop is not even queued on one.
+                if state.conditions.rules.drops(entry.priority, at: quality) {
+                    state.records[id] = nil
+                    effects += resolve(record, .failure(DepotError(.cancelled, operation: name, detail: "dropped: the network is \(quality)")), outcome: .cancelled, at: now, in: &state)
+                    return
+                }
+                state.conditions.droppable.insert(id)
+            }
+            if quality == .offline, offlineBehavior == .failFast {
+                state.records[id] = nil
+                effects += resolve(record, .failure(DepotError(.offline, operation: name, detail: "no network, and the operation fails fast")), outcome: .failed, at: now, in: &state)
+                return
+            }
             effects += apply(state.scheduler.enqueue(entry), in: &state, at: now, immediate: startsImmediately ? id : nil)
         }
         perform(effects)
@@ -288,12 +315,24 @@ public final class NetworkController: Sendable {
 
     /// Stops starting operations in `category`. Running ones go on.
     public func pause(category: OperationCategory) {
-        change { $0.pause(category: category) }
+        let now = timebase.now()
+        let effects = state.withLock { state in
+            state.conditions.userPaused.insert(category)
+            return apply(state.scheduler.pause(category: category), in: &state, at: now)
+        }
+        perform(effects)
     }
 
     /// Lets operations in `category` start again.
+    /// A category that a quality rule paused stays paused until the network recovers.
     public func resume(category: OperationCategory) {
-        change { $0.resume(category: category) }
+        let now = timebase.now()
+        let effects = state.withLock { state -> [Effect] in
+            state.conditions.userPaused.remove(category)
+            guard !state.conditions.rulePaused.contains(category) else { return [] }
+            return apply(state.scheduler.resume(category: category), in: &state, at: now)
+        }
+        perform(effects)
     }
 
     /// The categories currently paused.
@@ -302,10 +341,18 @@ public final class NetworkController: Sendable {
     }
 
     /// How many transfers may run at once. Lowering it stops nothing that runs;
-    /// raising it starts queued work at once.
+    /// raising it starts queued work at once. Setting it replaces the concurrency
+    /// policy with a fixed limit (offline still holds everything back).
     public var concurrencyLimit: Int {
         get { state.withLock { $0.scheduler.limit } }
-        set { change { $0.setLimit(newValue) } }
+        set {
+            let now = timebase.now()
+            let effects = state.withLock { state in
+                state.conditions.policy = .fixed(newValue)
+                return applyEffectiveLimit(in: &state, at: now)
+            }
+            perform(effects)
+        }
     }
 
     /// How much work is waiting and running, for a status line.
@@ -318,6 +365,8 @@ public final class NetworkController: Sendable {
         public var blocked: Int
         /// The concurrency limit.
         public var limit: Int
+        /// Running transfers sleeping before a retry.
+        public var backingOff: Int
     }
 
     /// How much work is waiting and running now.
@@ -329,7 +378,8 @@ public final class NetworkController: Sendable {
                 queued: scheduler.queuedJobCount,
                 running: scheduler.runningJobCount,
                 blocked: state.records.count - inJobs,
-                limit: scheduler.limit
+                limit: scheduler.limit,
+                backingOff: state.conditions.backingOff
             )
         }
     }
@@ -392,6 +442,7 @@ public final class NetworkController: Sendable {
         }
         await waitUntilIdle()
         if first {
+            state.withLock { $0.probeTask.take() }?.cancel()
             pipeline.watch.stop()
             await configuration.transport.shutdown()
             hub.finish()
@@ -427,7 +478,7 @@ public final class NetworkController: Sendable {
 
     // MARK: - Applying the scheduler's actions
 
-    private func apply(_ actions: [Scheduler.Action], in state: inout State, at now: Duration, result: JobResult? = nil, immediate: Ticket.ID? = nil) -> [Effect] {
+    func apply(_ actions: [Scheduler.Action], in state: inout State, at now: Duration, result: JobResult? = nil, immediate: Ticket.ID? = nil) -> [Effect] {
         var effects: [Effect] = []
         var resolved: [Ticket.ID: Ticket] = [:]
         for action in actions {
@@ -440,6 +491,8 @@ public final class NetworkController: Sendable {
                 guard let record = records[job] ?? waiters.lazy.compactMap({ records[$0] }).first else { continue }
                 for waiter in waiters {
                     guard let name = state.records[waiter]?.ticket.operationName else { continue }
+                    state.conditions.droppable.remove(waiter)
+                    configuration.trace?.started(waiter, at: now)
                     effects.append(.emit(event(waiter, name, .started(attempt: 1), at: now)))
                 }
                 // Launched after the events above are emitted, so a job's own events
@@ -501,6 +554,14 @@ public final class NetworkController: Sendable {
     ) -> [Effect] {
         let ticket = record.ticket
         var effects: [Effect] = []
+        state.conditions.droppable.remove(ticket.id)
+        if let trace = configuration.trace {
+            switch result {
+            case .success: trace.finished(ticket.id, at: now, bytes: finished?.bytes ?? 0, outcome: .succeeded)
+            case .failure(let error):
+                trace.finished(ticket.id, at: now, bytes: 0, outcome: error.code == .cancelled || outcome == .cancelled ? .cancelled : .failed(error.code))
+            }
+        }
         let logsDebug = configuration.logger.logLevel <= .debug
         let metadata: Logger.Metadata = logsDebug ? ["depot.ticket": "\(ticket.id)", "depot.operation": "\(ticket.operationName)"] : [:]
         switch result {
@@ -589,6 +650,18 @@ public final class NetworkController: Sendable {
         let effects = state.withLock { state in
             if state.tasks.removeValue(forKey: job) == nil { state.endedBeforeStored.insert(job) }
             state.abortedBeforeLaunch.remove(job)
+            if result.waitsForNetwork, !state.isShutDown, case .failure(let error) = result.result {
+                // No network: back to the head of the queue, to run when it returns.
+                // The probe that found no network ends with it.
+                var effects: [Effect] = state.scheduler.waiters(of: job).compactMap { waiter in
+                    guard let name = state.records[waiter]?.ticket.operationName else { return nil }
+                    return .emit(event(waiter, name, .waitingForNetwork(error), at: now))
+                }
+                if state.conditions.isOffline { state.conditions.probing = false }
+                effects += applyEffectiveLimit(in: &state, at: now)
+                effects += apply(state.scheduler.requeue(job: job), in: &state, at: now)
+                return effects
+            }
             return apply(state.scheduler.finish(job: job, outcome: outcome), in: &state, at: now, result: result)
         }
         perform(effects)
@@ -605,11 +678,11 @@ public final class NetworkController: Sendable {
         perform(targets.map { .emit(event($0.id, $0.operationName, .progress(progress), at: now)) })
     }
 
-    private func event(_ id: Ticket.ID, _ name: String, _ kind: NetworkEvent.Kind, at now: Duration) -> NetworkEvent {
+    func event(_ id: Ticket.ID, _ name: String, _ kind: NetworkEvent.Kind, at now: Duration) -> NetworkEvent {
         NetworkEvent(time: now, ticket: id, operation: name, kind: kind)
     }
 
-    private func perform(_ effects: [Effect]) {
+    func perform(_ effects: [Effect]) {
         for effect in effects {
             switch effect {
             case .emit(let event):
@@ -627,6 +700,8 @@ public final class NetworkController: Sendable {
                 continuation.resume()
             case .log(let level, let message, let metadata):
                 configuration.logger.log(level: level, message, metadata: metadata)
+            case .startProbing:
+                startProbing()
             }
         }
     }

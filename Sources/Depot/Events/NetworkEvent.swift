@@ -33,6 +33,19 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
         case failed(DepotError)
         /// It was cancelled.
         case cancelled
+        /// The transfer found no network; the operation waits in the queue for it
+        /// (``OfflineBehavior/waitForConnectivity``).
+        case waitingForNetwork(DepotError)
+        /// Controller-wide: the connection quality changed.
+        case qualityChanged(from: ConnectionQuality, to: ConnectionQuality)
+        /// Controller-wide: the concurrency limit changed (policy, offline, probe).
+        case concurrencyChanged(limit: Int)
+        /// Controller-wide: a quality rule paused a category.
+        case categoryPaused(OperationCategory)
+        /// Controller-wide: a quality rule resumed a category.
+        case categoryResumed(OperationCategory)
+        /// Controller-wide: offline, the controller lets one queued operation try the network.
+        case probing(attempt: Int)
     }
 
     /// Measurements of a successful operation.
@@ -61,6 +74,15 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
     }
 
     /// The notification name this event is posted under.
+    /// Whether this is about the controller rather than one ticket (quality,
+    /// limit, rules, probes). Such events have ticket 0 and an empty operation name.
+    public var isControllerWide: Bool {
+        switch kind {
+        case .qualityChanged, .concurrencyChanged, .categoryPaused, .categoryResumed, .probing: true
+        default: false
+        }
+    }
+
     public var notificationName: Notification.Name {
         switch kind {
         case .enqueued: return .depotOperationEnqueued
@@ -72,6 +94,12 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
         case .finished: return .depotOperationFinished
         case .failed: return .depotOperationFailed
         case .cancelled: return .depotOperationCancelled
+        case .waitingForNetwork: return .depotOperationWaitingForNetwork
+        case .qualityChanged: return .depotQualityChanged
+        case .concurrencyChanged: return .depotConcurrencyChanged
+        case .categoryPaused: return .depotCategoryPaused
+        case .categoryResumed: return .depotCategoryResumed
+        case .probing: return .depotProbing
         }
     }
 }

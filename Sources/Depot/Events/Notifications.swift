@@ -32,6 +32,18 @@ extension Notification.Name {
     public static let depotOperationFailed = Notification.Name("DepotOperationFailed")
     /// An operation was cancelled.
     public static let depotOperationCancelled = Notification.Name("DepotOperationCancelled")
+    /// An operation found no network and waits in the queue.
+    public static let depotOperationWaitingForNetwork = Notification.Name("DepotOperationWaitingForNetwork")
+    /// The connection quality changed (controller-wide).
+    public static let depotQualityChanged = Notification.Name("DepotQualityChanged")
+    /// The concurrency limit changed (controller-wide).
+    public static let depotConcurrencyChanged = Notification.Name("DepotConcurrencyChanged")
+    /// A quality rule paused a category (controller-wide).
+    public static let depotCategoryPaused = Notification.Name("DepotCategoryPaused")
+    /// A quality rule resumed a category (controller-wide).
+    public static let depotCategoryResumed = Notification.Name("DepotCategoryResumed")
+    /// Offline, the controller lets one queued operation try the network (controller-wide).
+    public static let depotProbing = Notification.Name("DepotProbing")
 }
 
 extension NetworkEvent {

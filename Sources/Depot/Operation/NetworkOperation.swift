@@ -60,6 +60,14 @@ public protocol NetworkOperation: Sendable {
     var timeout: Timeout { get }
     /// The name used in logs, events and errors. Default: the type's name.
     var name: String { get }
+    /// What happens when there is no network. Default: `.waitForConnectivity`
+    /// for GET and HEAD, `.failFast` for the rest.
+    var offlineBehavior: OfflineBehavior { get }
+    /// Whether a bad network may drop this while it is queued (see
+    /// ``QualityRules``). Default: `false`. Prefetches and thumbnails are good candidates.
+    var isDroppable: Bool { get }
+    /// When a failed attempt is retried; `nil` uses the controller's policy. Default: `nil`.
+    var retryPolicy: RetryPolicy? { get }
 }
 
 extension NetworkOperation {
@@ -69,6 +77,12 @@ extension NetworkOperation {
     public var coalescing: Coalescing { .automatic }
     public var timeout: Timeout { .default }
     public var name: String { String(describing: Self.self) }
+    public var offlineBehavior: OfflineBehavior {
+        let method = request.method
+        return method == .get || method == .head ? .waitForConnectivity : .failFast
+    }
+    public var isDroppable: Bool { false }
+    public var retryPolicy: RetryPolicy? { nil }
 
     public func prepare(_ request: inout TransportRequest, context: OperationContext) async throws {}
 

@@ -217,6 +217,19 @@ struct Scheduler: Sendable {
         return pump()
     }
 
+    /// Puts a running job back at the head of its priority's queue, its tickets
+    /// still waiting: the transfer found no network and will run again when the
+    /// limit allows. A job nobody waits for any more ends as cancelled instead.
+    mutating func requeue(job id: ID) -> [Action] {
+        guard var job = jobs[id], running.contains(id) else { return pump() }
+        guard !job.waiters.isEmpty else { return finish(job: id, outcome: .cancelled) }
+        running.remove(id)
+        job.state = .queued
+        jobs[id] = job
+        queues[job.priority.rawValue].prepend(id)
+        return pump()
+    }
+
     /// Cancels every ticket whose exit policy is `.cancel`. `.finish` tickets go on.
     mutating func shutdown() -> [Action] {
         isShuttingDown = true
@@ -330,10 +343,31 @@ struct Scheduler: Sendable {
         return []
     }
 
+    /// Work at this priority or below is "delayable", as browsers call images
+    /// and prefetches: it yields the link to more important work.
+    static let delayable = Priority.low
+
+    /// How many delayable jobs may run now. With a limit of 2 or more, one slot
+    /// stays free for important work; while important work runs, at most one
+    /// delayable job does (Chrome's rule for requests while layout-blocking ones
+    /// are in flight). A low-priority transfer that shares the link slows every
+    /// other transfer, so this is what lets a high-priority request jump a queue
+    /// of a hundred images on a slow link.
+    private var delayableRoom: Int {
+        var delayableRunning = 0
+        var importantRunning = false
+        for id in running {
+            guard let priority = jobs[id]?.priority else { continue }
+            if priority <= Self.delayable { delayableRunning += 1 } else { importantRunning = true }
+        }
+        let cap = importantRunning ? 1 : (limit >= 2 ? limit - 1 : limit)
+        return max(0, cap - delayableRunning)
+    }
+
     /// Starts jobs while there is room.
     private mutating func pump() -> [Action] {
         var actions: [Action] = []
-        while running.count < limit, let next = popNext() {
+        while running.count < limit, let next = popNext(delayableAllowed: delayableRoom > 0) {
             jobs[next]?.state = .running
             running.insert(next)
             actions.append(.start(job: next))
@@ -341,8 +375,9 @@ struct Scheduler: Sendable {
         return actions
     }
 
-    private mutating func popNext() -> ID? {
+    private mutating func popNext(delayableAllowed: Bool) -> ID? {
         for priority in Priority.allCases.reversed() {
+            if priority <= Self.delayable, !delayableAllowed { return nil }
             let index = priority.rawValue
             // Drop stale heads cheaply, then scan past paused categories.
             while let head = queues[index].first, !isLive(head, at: priority) {

@@ -77,6 +77,7 @@ struct FetchRaw: NetworkOperation {
     var timeout: Timeout = .default
     var priority: Priority = .normal
     var category: OperationCategory = .default
+    var offlineBehavior: OfflineBehavior = .waitForConnectivity
     var request: Request { .get(url) }
 }
 
