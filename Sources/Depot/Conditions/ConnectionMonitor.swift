@@ -15,8 +15,9 @@ import Foundation
 /// - Round-trip time is a moving average of every transfer's time to first byte
 ///   (which includes server time), as in TCP's smoothed RTT. The minimum round
 ///   trip of the last ``Configuration/minimumRTTWindow`` is kept too.
-/// - Quality changes with hysteresis: a new class must be measured for
-///   ``Configuration/samplesToChange`` bandwidth samples in a row. A connection
+/// - Quality changes with hysteresis: ``Configuration/samplesToChange`` bandwidth
+///   samples in a row must fall below (or rise above) the current class; it then
+///   moves to the class nearest the current one among them. A connection
 ///   failure goes `.offline` at once; any answer from a server leaves `.offline`
 ///   at once, back to the class known before.
 ///
@@ -119,8 +120,8 @@ public struct ConnectionMonitor: Sendable {
     var logBandwidth: Double?
     var smoothedRTT: Duration?
     var minRTT: (value: Duration, at: Duration)?
-    var candidate: ConnectionQuality?
-    var candidateCount = 0
+    /// The classes of the latest samples that all lay on one side of the current class.
+    var streak: [ConnectionQuality] = []
     var bandwidthSamples = 0
 
     /// Makes a monitor at the configuration's initial quality, with no estimates.
@@ -164,8 +165,7 @@ public struct ConnectionMonitor: Sendable {
         case .connectionFailed:
             guard current != .offline else { return [] }
             lastOnline = current
-            candidate = nil
-            candidateCount = 0
+            streak = []
             return change(to: .offline)
         case .responded:
             return comeBackOnline()
@@ -202,22 +202,25 @@ public struct ConnectionMonitor: Sendable {
         logBandwidth = logBandwidth.map { $0 * (1 - weight) + logSample * weight } ?? logSample
         bandwidthSamples += 1
 
-        let measured = configuration.thresholds.quality(forBandwidth: exp(logBandwidth!))
+        // Hysteresis on the samples themselves, not on the smoothed value: the
+        // smoothed value lags by design (it is what `bandwidth` reports), and
+        // waiting for it to cross a threshold AND stay there took 8 samples to
+        // notice a fall from 20 Mbit/s to 100 kbit/s. Here `samplesToChange`
+        // samples in a row below (or above) the current class move it, to the
+        // class nearest the current one among them: one odd sample moves nothing.
+        let measured = configuration.thresholds.quality(forBandwidth: bytesPerSecond * 8)
         if measured == current {
-            candidate = nil
-            candidateCount = 0
+            streak = []
             return []
         }
-        if measured == candidate {
-            candidateCount += 1
-        } else {
-            candidate = measured
-            candidateCount = 1
+        if let first = streak.first, (first < current) != (measured < current) {
+            streak = []
         }
-        guard candidateCount >= configuration.samplesToChange else { return [] }
-        candidate = nil
-        candidateCount = 0
-        return change(to: measured)
+        streak.append(measured)
+        guard streak.count >= configuration.samplesToChange else { return [] }
+        let target = measured < current ? streak.max()! : streak.min()!
+        streak = []
+        return change(to: target)
     }
 
     private mutating func change(to new: ConnectionQuality) -> [Action] {

@@ -92,7 +92,7 @@ extension NetworkController {
         logger.trace("request headers", metadata: logMetadata().merging(["http.headers": "\(transportRequest.headers)"]) { $1 })
 
         // 2. Transfer, counting the link's bytes while this body arrives.
-        let meter = LinkMeter(controller: linkBytes)
+        let meter = LinkMeter(controller: linkBytes, now: timebase.now)
         let onProgress = environment.onProgress
         let transfer: TransferPipeline.Result
         do {
@@ -156,19 +156,23 @@ extension NetworkController {
 final class LinkMeter: Sendable {
     private struct State {
         var received: Int64 = 0
-        var linkAtFirstByte: Int64?
+        var firstByte: (time: Duration, link: Int64)?
     }
 
-    /// The controller's running total of body bytes.
+    /// The controller's running total of body bytes, and where the last link
+    /// sample ended.
     final class Counter: Sendable {
         let bytes = Atomic<Int64>(0)
+        let lastSample = Mutex<(time: Duration, link: Int64)?>(nil)
     }
 
     private let link: Counter
+    private let now: @Sendable () -> Duration
     private let state = Mutex(State())
 
-    init(controller link: Counter) {
+    init(controller link: Counter, now: @escaping @Sendable () -> Duration) {
         self.link = link
+        self.now = now
     }
 
     /// A chunk arrived; `received` is this transfer's running total.
@@ -180,17 +184,28 @@ final class LinkMeter: Sendable {
         }
         let total = link.bytes.wrappingAdd(delta, ordering: .relaxed).newValue
         state.withLock { state in
-            if state.linkAtFirstByte == nil { state.linkAtFirstByte = total - delta }
+            if state.firstByte == nil { state.firstByte = (now(), total - delta) }
         }
     }
 
-    /// The sample to give the monitor: for a transfer big enough to measure,
-    /// the link's bytes between this transfer's first and last byte; otherwise
-    /// the transfer's own (it then counts toward RTT only).
+    /// The sample to give the monitor. For a transfer big enough to measure:
+    /// the link's bytes per second since this transfer's first byte or since the
+    /// last such sample, whichever is later, so each sample describes the link
+    /// as it is now (a transfer that began before a drop would otherwise average
+    /// the fast past in). Smaller transfers give their own sample, which counts
+    /// toward RTT only.
     func linkSample(for sample: TransferSample?, minimumBytes: Int64) -> TransferSample? {
         guard var sample else { return nil }
-        guard sample.bytes >= minimumBytes, let start = state.withLock({ $0.linkAtFirstByte }) else { return sample }
-        sample.bytes = max(sample.bytes, link.bytes.load(ordering: .relaxed) - start)
+        guard sample.bytes >= minimumBytes, let first = state.withLock({ $0.firstByte }) else { return sample }
+        let end = (time: now(), link: link.bytes.load(ordering: .relaxed))
+        let start = link.lastSample.withLock { last -> (time: Duration, link: Int64) in
+            defer { last = end }
+            guard let previous = last, previous.time > first.time else { return first }
+            return previous
+        }
+        guard end.time > start.time, end.link > start.link else { return sample }
+        sample.bytes = end.link - start.link
+        sample.transferDuration = end.time - start.time
         return sample
     }
 }

@@ -108,6 +108,7 @@ public final class NetworkController: Sendable {
             watch: DeadlineWatch(timebase: timebase)
         )
         let conditions = ConditionsState(configuration: configuration)
+        configuration.trace?.quality(conditions.monitor.quality, at: .zero)
         self.state = Mutex(State(scheduler: Scheduler(limit: conditions.effectiveLimit), conditions: conditions))
     }
 

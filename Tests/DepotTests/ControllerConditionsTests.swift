@@ -1,0 +1,205 @@
+import Depot
+import DepotTesting
+import Foundation
+import Testing
+
+/// The controller under simulated networks: priority, adaptation, offline,
+/// Retry-After and the retry budget, on a ManualClock (no sleeps, same result
+/// every run).
+@Suite(.timeLimit(.minutes(2)))
+struct ControllerConditionsTests {
+    static let base = URL(string: "http://sim.test")!
+
+    /// A GET of a simulator route.
+    struct SimGet: NetworkOperation {
+        typealias Output = Response
+        var path: String
+        var priority: Priority = .normal
+        var category: OperationCategory = .default
+        var isDroppable = false
+        var request: Request { .get(path) }
+        var coalescing: Coalescing { .never }
+    }
+
+    struct Harness {
+        let clock = ManualClock()
+        let simulator: NetworkSimulator
+        let controller: NetworkController
+        let trace = TraceRecorder()
+
+        init(link: NetworkSimulator.Link, routes: [NetworkSimulator.Route], timeline: [NetworkSimulator.Change] = [], configure: (inout NetworkController.Configuration) -> Void = { _ in }) {
+            simulator = NetworkSimulator(clock: clock, link: link, routes: routes, timeline: timeline)
+            var configuration = NetworkController.Configuration(baseURL: ControllerConditionsTests.base, transport: simulator, clock: clock, notificationCenter: nil)
+            configuration.trace = trace
+            configuration.jitterSeed = 42
+            configure(&configuration)
+            controller = NetworkController(configuration: configuration)
+        }
+
+        /// Time may move only when every running job waits on the link or sleeps before a retry.
+        var settled: @Sendable () -> Bool {
+            { [controller, simulator] in
+                let activity = controller.activity
+                return activity.running == simulator.openTransferCount + activity.backingOff
+            }
+        }
+
+        func run(until time: Duration) async throws {
+            try await simulator.run(until: time, settled: settled)
+        }
+
+        func run(until condition: @escaping @Sendable () -> Bool) async throws {
+            try await simulator.run(until: condition, settled: settled)
+        }
+
+        func entry(_ ticket: Ticket) -> Trace.Entry? {
+            trace.trace().entries.first { $0.id == ticket.id.rawValue }
+        }
+    }
+
+    // MARK: (a) Priority
+
+    /// 100 low-priority 20 KB downloads are queued on a 1 Mbit/s, 100 ms link;
+    /// then one high-priority 40 KB request arrives. It must finish within 2x of
+    /// its physical minimum (40 KB at 1 Mbit/s + RTT = 420 ms). FIFO would take 16 s.
+    @Test func highPriorityJumpsTheQueue() async throws {
+        let harness = Harness(
+            link: .init(bandwidth: 1_000_000, rtt: .milliseconds(100)),
+            routes: [.init(path: "/low/*", bytes: 20_000), .init(path: "/high", bytes: 40_000)])
+        let lows = (0..<100).map { harness.controller.enqueue(SimGet(path: "low/\($0)", priority: .low, category: .images)) }
+        try await harness.run(until: .seconds(2))
+
+        let high = harness.controller.enqueue(SimGet(path: "high", priority: .high))
+        try await harness.run(until: { high.isFinished })
+
+        let entry = try #require(harness.entry(high))
+        let took = try #require(entry.finished) - entry.enqueued
+        let minimum = Duration.milliseconds(420)
+        #expect(took <= minimum * 2, "high priority took \(took), physical minimum \(minimum)")
+        #expect(entry.outcome == .succeeded)
+        #expect(lows.filter(\.isFinished).count < 100, "the lows were still queued when it arrived")
+
+        if let folder = ProcessInfo.processInfo.environment["DEPOT_WRITE_DOCS"] {
+            try await harness.run(until: { lows.allSatisfy(\.isFinished) })
+            try harness.trace.svg().write(to: URL(fileURLWithPath: folder).appending(path: "waterfall-priority.svg"), atomically: true, encoding: .utf8)
+            try harness.trace.jsonData().write(to: URL(fileURLWithPath: folder).appending(path: "waterfall-priority.json"))
+        }
+    }
+
+    // MARK: (b) Adaptation
+
+    /// 20 Mbit/s, then 100 kbit/s from t = 5 s, then 20 Mbit/s again from t = 200 s.
+    @Test func dropToPoorLowersTheLimitAndPausesImagesThenBothComeBack() async throws {
+        let harness = Harness(
+            link: .init(bandwidth: 20_000_000, rtt: .milliseconds(50)),
+            // Sizes vary (160-260 KB) so that transfers do not all end at the same instant.
+            routes: (0..<400).map { .init(path: "/large/\($0)", bytes: (160 + ($0 * 37) % 100) * 1024) } + [.init(path: "/image/*", bytes: 30_000)],
+            timeline: [.bandwidth(100_000, at: .seconds(5)), .bandwidth(20_000_000, at: .seconds(200))])
+        let controller = harness.controller
+        let large = (0..<400).map { controller.enqueue(SimGet(path: "large/\($0)")) }
+        let images = (0..<50).map { controller.enqueue(SimGet(path: "image/\($0)", priority: .low, category: .images)) }
+        _ = images
+
+        // Before the drop: a good link, a high limit.
+        try await harness.run(until: .seconds(5))
+        #expect(controller.concurrencyLimit >= 4)
+        let finishedAtDrop = large.filter(\.isFinished).count
+
+        // After the drop: poor within 5 large transfers, images paused.
+        try await harness.run(until: { controller.quality == .poor })
+        let largeSinceDrop = large.filter(\.isFinished).count - finishedAtDrop
+        #expect(largeSinceDrop >= 1)
+        if ProcessInfo.processInfo.environment["DEPOT_PRINT"] != nil {
+            let trace = harness.trace.trace()
+            for change in trace.qualityChanges { print("quality", change) }
+            for entry in trace.entries where (entry.finished ?? .zero) > .seconds(4) { print(entry.name, entry.id, entry.started ?? .zero, entry.finished ?? .zero) }
+        }
+        #expect(largeSinceDrop <= 5, "\(largeSinceDrop) large transfers to notice the drop")
+        #expect(controller.concurrencyLimit == 1)
+        #expect(controller.pausedCategories.contains(.images))
+
+        // When bandwidth returns, both come back.
+        try await harness.run(until: { controller.quality >= .good })
+        #expect(controller.concurrencyLimit >= 4)
+        #expect(!controller.pausedCategories.contains(.images))
+    }
+
+    // MARK: (c) Offline
+
+    /// Offline from 1 s to 31 s: every queued GET completes exactly once.
+    @Test func offlineThenBackCompletesEverythingExactlyOnce() async throws {
+        let harness = Harness(
+            link: .init(bandwidth: 2_000_000, rtt: .milliseconds(100)),
+            routes: [.init(path: "/item/*", bytes: 8_000)],
+            timeline: NetworkSimulator.Change.offline(from: .seconds(1), until: .seconds(31)))
+        let controller = harness.controller
+        let tickets = (0..<60).map { controller.enqueue(SimGet(path: "item/\($0)")) }
+
+        try await harness.run(until: .seconds(10))
+        #expect(controller.quality == .offline)
+        #expect(controller.concurrencyLimit == 0)
+        let doneWhileOffline = tickets.filter(\.isFinished).count
+        #expect(doneWhileOffline < 60)
+
+        try await harness.run(until: { tickets.allSatisfy(\.isFinished) })
+        #expect(controller.quality != .offline)
+        let entries = harness.trace.trace().entries
+        #expect(entries.allSatisfy { $0.outcome == .succeeded })
+        // Exactly once: one successful transfer per path.
+        let succeeded = harness.simulator.records.filter { $0.status == 200 && $0.outcome == .completed }
+        #expect(succeeded.count == 60)
+        #expect(Set(succeeded.map(\.path)).count == 60)
+    }
+
+    // MARK: (d) Retry-After and jitter
+
+    @Test func retryAfterIsHonoured() async throws {
+        let harness = Harness(
+            link: .init(bandwidth: 10_000_000, rtt: .milliseconds(20)),
+            routes: [NetworkSimulator.Route(path: "/busy", bytes: 1_000).failing(2, with: .status(503, headers: ["Retry-After": "7"]))])
+        let ticket = harness.controller.enqueue(SimGet(path: "busy"))
+        try await harness.run(until: { ticket.isFinished })
+
+        let records = harness.simulator.records.filter { $0.path == "/busy" }
+        #expect(records.map(\.status) == [503, 503, 200])
+        // Each retry waits the 7 s the server asked for.
+        #expect(records[1].started - records[0].ended! >= .seconds(7))
+        #expect(records[1].started - records[0].ended! < .seconds(7) + .milliseconds(100))
+        #expect(records[2].started - records[1].ended! >= .seconds(7))
+        #expect(harness.entry(ticket)?.outcome == .succeeded)
+        #expect(harness.entry(ticket)?.attempts == 3)
+    }
+
+    @Test func backoffJitterStaysWithinItsBounds() async throws {
+        let harness = Harness(
+            link: .init(bandwidth: 10_000_000, rtt: .milliseconds(20)),
+            routes: [NetworkSimulator.Route(path: "/flaky", bytes: 1_000).failing(2, with: .status(502))])
+        let ticket = harness.controller.enqueue(SimGet(path: "flaky"))
+        try await harness.run(until: { ticket.isFinished })
+        let records = harness.simulator.records.filter { $0.path == "/flaky" }
+        #expect(records.map(\.status) == [502, 502, 200])
+        // Full jitter: attempt n waits a random time in 0 ... min(cap, base · 2^(n-1)).
+        let policy = RetryPolicy.default
+        for n in 1...2 {
+            let gap = records[n].started - records[n - 1].ended!
+            #expect(gap >= .zero && gap <= policy.backoffCeiling(after: n) + .milliseconds(1), "gap \(n): \(gap)")
+        }
+    }
+
+    // MARK: (e) Retry budget
+
+    /// A server failing every request gets no more requests than the budget allows.
+    @Test func retryBudgetProtectsAFailingServer() async throws {
+        let harness = Harness(
+            link: .init(bandwidth: 10_000_000, rtt: .milliseconds(20)),
+            routes: [NetworkSimulator.Route(path: "/down/*", bytes: 100).failing(10_000, with: .status(503))],
+            configure: { $0.retryBudget = RetryBudget(capacity: 5, depositPerSuccess: 0.1) })
+        let tickets = (0..<50).map { harness.controller.enqueue(SimGet(path: "down/\($0)")) }
+        try await harness.run(until: { tickets.allSatisfy(\.isFinished) })
+        let requests = harness.simulator.records.count
+        // 50 first attempts, plus at most the 5 retries in the budget.
+        #expect(requests <= 55, "\(requests) requests reached the failing server")
+        #expect(requests >= 50)
+        #expect(harness.trace.trace().entries.allSatisfy { $0.outcome == .failed(.server) })
+    }
+}
