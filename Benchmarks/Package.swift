@@ -20,6 +20,7 @@ let package = Package(
                 .product(name: "Depot", package: "Depot"),
                 .product(name: "DepotAsyncHTTPClient", package: "Depot"),
                 .product(name: "DepotStore", package: "Depot"),
+                .product(name: "DepotTesting", package: "Depot"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -119,7 +119,12 @@ struct ControllerConditionsTests {
         #expect(controller.pausedCategories.contains(.images))
 
         // When bandwidth returns, both come back.
-        try await harness.run(until: { controller.quality >= .good })
+        do {
+            try await harness.run(until: { controller.quality >= .good })
+        } catch {
+            Issue.record("\(error): \(controller.activity), \(controller.connectionEstimate), finished \(large.filter(\.isFinished).count)")
+            throw error
+        }
         #expect(controller.concurrencyLimit >= 4)
         #expect(!controller.pausedCategories.contains(.images))
     }

@@ -93,6 +93,7 @@ extension NetworkController {
 
         // 2. Transfer, counting the link's bytes while this body arrives.
         let meter = LinkMeter(controller: linkBytes, now: timebase.now)
+        defer { meter.finish() }
         let onProgress = environment.onProgress
         let transfer: TransferPipeline.Result
         do {
@@ -150,20 +151,63 @@ extension NetworkController {
     }
 }
 
-/// Counts the body bytes of every transfer on the link, so a transfer's sample
-/// can report what the LINK carried while it ran: with four transfers sharing a
-/// 2 Mbit/s link each one sees 500 kbit/s, but the link is still a 2 Mbit/s link.
+/// Measures the LINK, not one transfer: with four transfers sharing a
+/// 2 Mbit/s link each one sees 500 kbit/s, but the link is still a 2 Mbit/s
+/// link. The controller counts every body byte and the time during which at
+/// least one body was arriving ("busy" time: round trips with no body in flight
+/// do not count). When a measurable transfer ends, the bytes and busy time since
+/// the previous sample become one sample, if there is enough of both.
 final class LinkMeter: Sendable {
-    private struct State {
-        var received: Int64 = 0
-        var firstByte: (time: Duration, link: Int64)?
+    /// The shortest busy time a link sample may cover: bodies arrive in chunks,
+    /// so a short window counts whole chunks whose bytes crossed the link before it.
+    static let minimumWindow = Duration.milliseconds(100)
+
+    /// The controller's running totals.
+    final class Counter: Sendable {
+        private struct State {
+            var bytes: Int64 = 0
+            var active = 0
+            var busy: Duration = .zero
+            var busySince: Duration = .zero
+            var lastSample: (busy: Duration, bytes: Int64) = (.zero, 0)
+        }
+
+        private let state = Mutex(State())
+
+        func begin(at time: Duration) {
+            state.withLock { state in
+                if state.active == 0 { state.busySince = time }
+                state.active += 1
+            }
+        }
+
+        func add(_ bytes: Int64) {
+            state.withLock { $0.bytes += bytes }
+        }
+
+        func end(at time: Duration) {
+            state.withLock { state in
+                state.active -= 1
+                if state.active == 0 { state.busy += time - state.busySince }
+            }
+        }
+
+        /// Bytes and busy time since the previous sample, if they make a measurement.
+        func takeSample(at time: Duration, minimumBytes: Int64) -> (bytes: Int64, busy: Duration)? {
+            state.withLock { state in
+                let busy = state.busy + (state.active > 0 ? time - state.busySince : .zero)
+                let delta = (bytes: state.bytes - state.lastSample.bytes, busy: busy - state.lastSample.busy)
+                guard delta.busy >= LinkMeter.minimumWindow, delta.bytes >= minimumBytes else { return nil }
+                state.lastSample = (busy, state.bytes)
+                return delta
+            }
+        }
     }
 
-    /// The controller's running total of body bytes, and where the last link
-    /// sample ended.
-    final class Counter: Sendable {
-        let bytes = Atomic<Int64>(0)
-        let lastSample = Mutex<(time: Duration, link: Int64)?>(nil)
+    private struct State {
+        var received: Int64 = 0
+        var began = false
+        var ended = false
     }
 
     private let link: Counter
@@ -177,35 +221,37 @@ final class LinkMeter: Sendable {
 
     /// A chunk arrived; `received` is this transfer's running total.
     func record(_ received: Int64) {
-        let delta = state.withLock { state -> Int64 in
+        let (delta, first) = state.withLock { state -> (Int64, Bool) in
             let delta = received - state.received
             state.received = received
-            return delta
+            defer { state.began = true }
+            return (delta, !state.began && !state.ended)
         }
-        let total = link.bytes.wrappingAdd(delta, ordering: .relaxed).newValue
-        state.withLock { state in
-            if state.firstByte == nil { state.firstByte = (now(), total - delta) }
-        }
+        if first { link.begin(at: now()) }
+        link.add(delta)
     }
 
-    /// The sample to give the monitor. For a transfer big enough to measure:
-    /// the link's bytes per second since this transfer's first byte or since the
-    /// last such sample, whichever is later, so each sample describes the link
-    /// as it is now (a transfer that began before a drop would otherwise average
-    /// the fast past in). Smaller transfers give their own sample, which counts
-    /// toward RTT only.
+    /// The transfer is over (whatever the outcome): its body no longer keeps the link busy.
+    func finish() {
+        let began = state.withLock { state -> Bool in
+            defer { state.ended = true }
+            return state.began && !state.ended
+        }
+        if began { link.end(at: now()) }
+    }
+
+    /// The sample to give the monitor. A transfer big enough to measure closes a
+    /// link sample when there is enough since the previous one; otherwise (and
+    /// for small transfers) the sample carries no bytes and counts toward RTT only.
     func linkSample(for sample: TransferSample?, minimumBytes: Int64) -> TransferSample? {
         guard var sample else { return nil }
-        guard sample.bytes >= minimumBytes, let first = state.withLock({ $0.firstByte }) else { return sample }
-        let end = (time: now(), link: link.bytes.load(ordering: .relaxed))
-        let start = link.lastSample.withLock { last -> (time: Duration, link: Int64) in
-            defer { last = end }
-            guard let previous = last, previous.time > first.time else { return first }
-            return previous
+        finish()
+        if sample.bytes >= minimumBytes, let window = link.takeSample(at: now(), minimumBytes: 4 * minimumBytes) {
+            sample.bytes = window.bytes
+            sample.transferDuration = window.busy
+        } else {
+            sample.bytes = 0
         }
-        guard end.time > start.time, end.link > start.link else { return sample }
-        sample.bytes = end.link - start.link
-        sample.transferDuration = end.time - start.time
         return sample
     }
 }

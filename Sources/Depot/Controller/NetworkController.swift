@@ -663,7 +663,11 @@ public final class NetworkController: Sendable {
                 effects += apply(state.scheduler.requeue(job: job), in: &state, at: now)
                 return effects
             }
-            return apply(state.scheduler.finish(job: job, outcome: outcome), in: &state, at: now, result: result)
+            var effects = apply(state.scheduler.finish(job: job, outcome: outcome), in: &state, at: now, result: result)
+            if state.scheduler.runningJobCount == 0, !state.conditions.rulePaused.isEmpty {
+                effects += apply(state.scheduler.trickle(from: state.conditions.rulePaused.subtracting(state.conditions.userPaused)), in: &state, at: now)
+            }
+            return effects
         }
         perform(effects)
     }

@@ -230,6 +230,26 @@ struct Scheduler: Sendable {
         return pump()
     }
 
+    /// Starts the oldest, most urgent queued job of `categories` even though they
+    /// are paused, when nothing runs and nothing else can start: on a network too
+    /// poor for images, images still trickle one at a time when they are all
+    /// that is left, and each one measures the network again.
+    mutating func trickle(from categories: Set<OperationCategory>) -> [Action] {
+        guard running.isEmpty, limit > 0, !categories.isEmpty else { return [] }
+        for priority in Priority.allCases.reversed() {
+            let index = priority.rawValue
+            guard let position = queues[index].firstIndex(where: { id in
+                guard let job = jobs[id], isLive(id, at: priority) else { return false }
+                return categories.contains(job.category)
+            }) else { continue }
+            let id = queues[index].remove(at: position)
+            jobs[id]?.state = .running
+            running.insert(id)
+            return [.start(job: id)]
+        }
+        return []
+    }
+
     /// Cancels every ticket whose exit policy is `.cancel`. `.finish` tickets go on.
     mutating func shutdown() -> [Action] {
         isShuttingDown = true
@@ -347,36 +367,58 @@ struct Scheduler: Sendable {
     /// and prefetches: it yields the link to more important work.
     static let delayable = Priority.low
 
-    /// How many delayable jobs may run now. With a limit of 2 or more, one slot
-    /// stays free for important work; while important work runs, at most one
-    /// delayable job does (Chrome's rule for requests while layout-blocking ones
-    /// are in flight). A low-priority transfer that shares the link slows every
-    /// other transfer, so this is what lets a high-priority request jump a queue
-    /// of a hundred images on a slow link.
-    private var delayableRoom: Int {
-        var delayableRunning = 0
-        var importantRunning = false
+    /// How many delayable jobs run now, and whether important work runs beside them.
+    private var runningMix: (delayable: Int, important: Bool) {
+        var delayable = 0
+        var important = false
         for id in running {
             guard let priority = jobs[id]?.priority else { continue }
-            if priority <= Self.delayable { delayableRunning += 1 } else { importantRunning = true }
+            if priority <= Self.delayable { delayable += 1 } else { important = true }
         }
-        let cap = importantRunning ? 1 : (limit >= 2 ? limit - 1 : limit)
-        return max(0, cap - delayableRunning)
+        return (delayable, important)
     }
 
-    /// Starts jobs while there is room.
+    /// How many more delayable jobs may start now. With a limit of 3 or more,
+    /// one slot stays free for important work (with 2, keeping one free would
+    /// halve the images' concurrency and leave the link idle on every round trip); while important work runs, at
+    /// most one delayable job does (Chrome's rule for requests while
+    /// layout-blocking ones are in flight). A low-priority transfer that shares
+    /// the link slows every other transfer, so this is what lets a high-priority
+    /// request jump a queue of a hundred images on a slow link.
+    private var delayableRoom: Int {
+        let mix = runningMix
+        let cap = mix.important ? 1 : (limit >= 3 ? limit - 1 : limit)
+        return max(0, cap - mix.delayable)
+    }
+
+    /// Starts jobs while there is room: most urgent first, except that with a
+    /// limit of 3 or more one delayable job runs beside important work even
+    /// while more important work waits. Small important requests often wait on
+    /// round trips and leave the link idle; one image keeps it busy without
+    /// taking more than one slot.
     private mutating func pump() -> [Action] {
         var actions: [Action] = []
-        while running.count < limit, let next = popNext(delayableAllowed: delayableRoom > 0) {
-            jobs[next]?.state = .running
-            running.insert(next)
-            actions.append(.start(job: next))
+        func start(_ id: ID) {
+            jobs[id]?.state = .running
+            running.insert(id)
+            actions.append(.start(job: id))
+        }
+        let reserve = limit >= 3 && runningMix.delayable == 0
+        while running.count < (reserve ? limit - 1 : limit), let next = popNext(delayableAllowed: delayableRoom > 0) {
+            start(next)
+        }
+        if reserve, running.count < limit {
+            let room = delayableRoom > 0
+            if let next = popNext(delayableAllowed: room, onlyDelayable: true) ?? popNext(delayableAllowed: room) {
+                start(next)
+            }
         }
         return actions
     }
 
-    private mutating func popNext(delayableAllowed: Bool) -> ID? {
+    private mutating func popNext(delayableAllowed: Bool, onlyDelayable: Bool = false) -> ID? {
         for priority in Priority.allCases.reversed() {
+            if onlyDelayable, priority > Self.delayable { continue }
             if priority <= Self.delayable, !delayableAllowed { return nil }
             let index = priority.rawValue
             // Drop stale heads cheaply, then scan past paused categories.

@@ -1,0 +1,149 @@
+import Depot
+import DepotTesting
+import Foundation
+
+/// 200 mixed operations (100 × 50 KB low-priority images, 100 × 2 KB normal
+/// JSON, interleaved) on three simulated links, with Depot's adaptive defaults
+/// against fixed concurrency. Simulated time on a ManualClock: the numbers are
+/// the same on every run and every machine.
+enum ConditionsBench {
+    struct Profile {
+        var name: String
+        var link: NetworkSimulator.Link
+    }
+
+    static let profiles = [
+        Profile(name: "fast (100 Mbit/s, 2 ms)", link: .init(bandwidth: 100_000_000, rtt: .milliseconds(2))),
+        Profile(name: "3G-like (2 Mbit/s, 100 ms)", link: .init(bandwidth: 2_000_000, rtt: .milliseconds(100))),
+        Profile(name: "EDGE-like (256 kbit/s, 400 ms)", link: .init(bandwidth: 256_000, rtt: .milliseconds(400))),
+    ]
+
+    struct Get: NetworkOperation {
+        typealias Output = Response
+        var path: String
+        var priority: Priority
+        var category: OperationCategory
+        var request: Request { .get(path) }
+        var coalescing: Coalescing { .never }
+    }
+
+    enum Setup: CustomStringConvertible {
+        case adaptive
+        case fixedFIFO(Int)
+        case fixedPriorities(Int)
+
+        var description: String {
+            switch self {
+            case .adaptive: "Depot adaptive (defaults)"
+            case .fixedFIFO(let n): "fixed \(n), FIFO"
+            case .fixedPriorities(let n): "fixed \(n), Depot priorities"
+            }
+        }
+    }
+
+    struct Result {
+        var total: Duration
+        var allJSON: Duration
+        var finalLimit: Int
+    }
+
+    static func simulate(_ profile: Profile, _ setup: Setup, traceTo folder: String?) async throws -> Result {
+        let clock = ManualClock()
+        // Sizes vary around their means (images 40-60 KB, JSON 1.5-2.5 KB), the
+        // same for every setup: equal sizes would make transfers end in lockstep,
+        // which no real network does.
+        let simulator = NetworkSimulator(clock: clock, link: profile.link, routes: (0..<100).flatMap { i in [
+            NetworkSimulator.Route(path: "/image/\(i)", bytes: 40_000 + (i * 7_919) % 20_001),
+            NetworkSimulator.Route(path: "/json/\(i)", bytes: 1_500 + (i * 613) % 1_001),
+        ] })
+        let trace = TraceRecorder()
+        var configuration = NetworkController.Configuration(baseURL: URL(string: "http://sim.test")!, transport: simulator, clock: clock, notificationCenter: nil)
+        configuration.trace = trace
+        let prioritised: Bool
+        switch setup {
+        case .adaptive:
+            prioritised = true
+        case .fixedFIFO(let n):
+            configuration.concurrencyLimit = n
+            prioritised = false
+        case .fixedPriorities(let n):
+            configuration.concurrencyLimit = n
+            prioritised = true
+        }
+        let controller = NetworkController(configuration: configuration)
+        var json: [Ticket] = []
+        var all: [Ticket] = []
+        for i in 0..<100 {
+            let image = Get(path: "image/\(i)", priority: prioritised ? .low : .normal, category: prioritised ? .images : .default)
+            all.append(controller.enqueue(image))
+            let document = controller.enqueue(Get(path: "json/\(i)", priority: .normal, category: .default))
+            json.append(document)
+            all.append(document)
+        }
+        let settled: @Sendable () -> Bool = { [controller, simulator] in
+            let activity = controller.activity
+            return activity.running == simulator.openTransferCount + activity.backingOff
+        }
+        let jsonDone = Locked<Duration?>(nil)
+        do {
+            try await simulator.run(until: { [json, all] in
+                if jsonDone.value == nil, json.allSatisfy(\.isFinished) { jsonDone.value = clock.elapsed }
+                return all.allSatisfy(\.isFinished)
+            }, settled: settled)
+        } catch {
+            say("\(profile.name), \(setup): \(error); activity \(controller.activity), \(controller.connectionEstimate)")
+            throw error
+        }
+        let total = clock.elapsed
+        if let folder, case .adaptive = setup {
+            let file = profile.name.prefix { $0 != " " }.lowercased()
+            try trace.svg().write(toFile: "\(folder)/conditions-\(file).svg", atomically: true, encoding: .utf8)
+        }
+        let limit = controller.concurrencyLimit
+        _ = await controller.shutdown(grace: .zero)
+        return Result(total: total, allJSON: jsonDone.value ?? total, finalLimit: limit)
+    }
+
+    static func run(writeTraces folder: String?) async throws {
+        say("conditions: 200 operations (100 × ~50 KB low-priority images + 100 × ~2 KB JSON, interleaved), simulated time")
+        for profile in profiles {
+            say("\n\(profile.name)")
+            say("setup                               total      all JSON   final limit")
+            let adaptive = try await simulate(profile, .adaptive, traceTo: folder)
+            var fifo: [(Int, Result)] = []
+            var prioritised: [(Int, Result)] = []
+            for n in [1, 2, 4, 8, 16] {
+                fifo.append((n, try await simulate(profile, .fixedFIFO(n), traceTo: nil)))
+                prioritised.append((n, try await simulate(profile, .fixedPriorities(n), traceTo: nil)))
+            }
+            func line(_ label: String, _ result: Result) {
+                say(label.padding(toLength: 34, withPad: " ", startingAt: 0), String(format: "%9.2f s  %9.2f s  %6d", result.total.seconds, result.allJSON.seconds, result.finalLimit))
+            }
+            line(Setup.adaptive.description, adaptive)
+            for (n, result) in fifo { line(Setup.fixedFIFO(n).description, result) }
+            for (n, result) in prioritised { line(Setup.fixedPriorities(n).description, result) }
+            let bestTotal = fifo.map(\.1.total).min()!
+            let bestJSON = fifo.map(\.1.allJSON).min()!
+            say(String(format: "→ adaptive total is %+.1f%% vs the best fixed FIFO; all-JSON %.2fx faster than the best fixed FIFO (%@)",
+                         (adaptive.total.seconds / bestTotal.seconds - 1) * 100, bestJSON.seconds / adaptive.allJSON.seconds,
+                         adaptive.allJSON < bestJSON ? "better than every fixed setting" : "not better"))
+        }
+    }
+}
+
+/// A tiny lock box for the benchmark's bookkeeping.
+final class Locked<Value: Sendable>: @unchecked Sendable {
+    // @unchecked: every access goes through `lock`.
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
+
+/// Prints without buffering, so nothing is lost if a run fails.
+func say(_ items: String...) {
+    FileHandle.standardOutput.write(Data((items.joined(separator: " ") + "\n").utf8))
+}
