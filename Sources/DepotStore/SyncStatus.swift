@@ -50,6 +50,8 @@ public final class SyncStatus {
     @ObservationIgnored private let store: Store
     @ObservationIgnored private let perform: @Sendable (_ onWaiting: @escaping @Sendable (DepotError) -> Void) async throws(DepotError) -> Void
     @ObservationIgnored private let clock: any Clock<Duration>
+    @ObservationIgnored private var events: (@Sendable () -> AsyncStream<NetworkEvent>)?
+    @ObservationIgnored private var reconnectTask: Task<Void, Never>?
     @ObservationIgnored private var running: Task<Void, Never>?
     @ObservationIgnored private var ledgerTask: Task<Void, Never>?
     @ObservationIgnored private var autoRefreshTask: Task<Void, Never>?
@@ -78,6 +80,7 @@ public final class SyncStatus {
             defer { watcher.cancel() }
             _ = try await controller.perform(operation)
         }
+        events = { controller.events }
     }
 
     init(key: String, store: Store, clock: any Clock<Duration>, perform: @escaping @Sendable (_ onWaiting: @escaping @Sendable (DepotError) -> Void) async throws(DepotError) -> Void) {
@@ -95,6 +98,7 @@ public final class SyncStatus {
         running?.cancel()
         ledgerTask?.cancel()
         autoRefreshTask?.cancel()
+        reconnectTask?.cancel()
         for continuation in continuations.values { continuation.finish() }
     }
 
@@ -137,11 +141,28 @@ public final class SyncStatus {
         await task.value
     }
 
-    /// Refreshes every `interval` on the controller's clock until the status is
-    /// released or ``stopAutoRefresh()`` is called. The first refresh comes after
-    /// one interval.
-    public func autoRefresh(every interval: Duration) {
+    /// Refreshes every `interval` on the controller's clock, and as soon as the
+    /// network comes back after being offline, until the status is released or
+    /// ``stopAutoRefresh()`` is called. The first timed refresh comes after one
+    /// interval.
+    ///
+    /// - Parameters:
+    ///   - interval: Time between refreshes.
+    ///   - onReconnect: Whether to refresh when the controller's quality leaves `.offline`.
+    public func autoRefresh(every interval: Duration, onReconnect: Bool = true) {
         autoRefreshTask?.cancel()
+        reconnectTask?.cancel()
+        reconnectTask = nil
+        if onReconnect, let events {
+            let stream = events()
+            reconnectTask = Task { [weak self] in
+                for await event in stream {
+                    guard case .qualityChanged(from: .offline, to: _) = event.kind else { continue }
+                    guard let self else { return }
+                    await self.refresh()
+                }
+            }
+        }
         let clock = clock
         autoRefreshTask = Task { [weak self] in
             while !Task.isCancelled {
@@ -156,10 +177,12 @@ public final class SyncStatus {
         }
     }
 
-    /// Stops ``autoRefresh(every:)``.
+    /// Stops ``autoRefresh(every:onReconnect:)``.
     public func stopAutoRefresh() {
         autoRefreshTask?.cancel()
         autoRefreshTask = nil
+        reconnectTask?.cancel()
+        reconnectTask = nil
     }
 
     /// The current state at once, then each change, until iteration is cancelled

@@ -157,6 +157,57 @@ struct SyncStatusTests {
         #expect(status.lastSynced != nil)
     }
 
+    @Test func refreshesWhenTheNetworkComesBack() async throws {
+        // Given an auto-refreshing status that synced once
+        let clock = ManualClock()
+        let store = try Store.inMemory(migrator: Item.migrator)
+        let transport = FixtureTransport(["/items": .data(try jsonData(makeItems(3))), "/other": .data(Data("{}".utf8))])
+        let controller = controller(transport, store: store, clock: clock)
+        var fetch = fetch
+        fetch.timeout = .idle(.seconds(1_000_000))
+        let status = try SyncStatus(refreshing: fetch, with: controller)
+        status.autoRefresh(every: .seconds(3600))
+        await status.refresh()
+        #expect(itemRequests(transport) == 1)
+
+        // When another request finds no network, then the network returns and a
+        // waiting request gets through on the controller's next probe
+        transport.isOffline = true
+        let failure = await depotError { _ = try await controller.perform(Other(offlineBehavior: .failFast)) }
+        #expect(failure?.code == .offline)
+        #expect(controller.quality == .offline)
+        transport.isOffline = false
+        let waiting = controller.enqueue(Other(offlineBehavior: .waitForConnectivity))
+        await clock.sleepers(atLeast: 2)   // the probe loop and the hourly timer
+        clock.advance(by: .seconds(1))
+        while !waiting.isFinished { await Task.yield() }
+
+        // Then the status refreshes on its own, without waiting for the hour
+        for await _ in status.updates() where itemRequests(transport) == 2 && !status.isSyncing { break }
+        #expect(itemRequests(transport) == 2)
+        #expect(status.lastError == nil)
+    }
+
+    struct Other: NetworkOperation {
+        typealias Output = Response
+        var offlineBehavior: OfflineBehavior
+        var request: Depot.Request { .get("other") }
+    }
+
+    func itemRequests(_ transport: FixtureTransport) -> Int {
+        transport.requests.filter { $0.url.path == "/items" }.count
+    }
+
+    /// Runs `body` and returns its DepotError, if any.
+    func depotError(_ body: () async throws -> Void) async -> DepotError? {
+        do {
+            try await body()
+            return nil
+        } catch {
+            return error as? DepotError
+        }
+    }
+
     @Test func updatesReportSyncingThenDone() async throws {
         let store = try Store.inMemory(migrator: Item.migrator)
         let transport = FixtureTransport(["/items": .data(try jsonData(makeItems(2)))])

@@ -1,0 +1,47 @@
+import Depot
+import DepotTesting
+import Foundation
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+@MainActor
+struct ConnectionStatusTests {
+    struct Ping: NetworkOperation {
+        typealias Output = Response
+        var offlineBehavior: OfflineBehavior = .failFast
+        var request: Request { .get("ping") }
+    }
+
+    @Test func followsTheControllerOfflineAndBack() async throws {
+        // Given a controller on a transport that refuses connections
+        let clock = ManualClock()
+        let transport = FixtureTransport(["/ping": .data(Data("pong".utf8))])
+        transport.isOffline = true
+        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://fixtures.test")!, transport: transport, clock: clock, notificationCenter: nil))
+        let status = ConnectionStatus(controller: controller)
+        #expect(status.quality == .good)
+        #expect(status.concurrencyLimit == 4)
+
+        // When a request finds no network
+        let error = await #expect(throws: DepotError.self) { try await controller.perform(Ping()) }
+        #expect(error?.code == .offline)
+
+        // Then the status says offline, with nothing allowed to run
+        while status.quality != .offline { await Task.yield() }
+        #expect(controller.quality == .offline)
+        while status.concurrencyLimit != 0 { await Task.yield() }
+
+        // When the network is back and a waiting GET gets through on the next probe
+        transport.isOffline = false
+        let waiting = controller.enqueue(Ping(offlineBehavior: .waitForConnectivity))
+        await clock.sleepers(atLeast: 1)
+        clock.advance(by: NetworkController.Configuration().probeBackoff.lowerBound)
+        while !waiting.isFinished { await Task.yield() }
+
+        // Then the status is back to the quality it had
+        while status.quality == .offline { await Task.yield() }
+        #expect(status.quality == .good)
+        #expect(status.concurrencyLimit == 4)
+        _ = await controller.shutdown(grace: .zero)
+    }
+}
