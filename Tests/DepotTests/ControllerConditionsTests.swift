@@ -94,11 +94,13 @@ struct ControllerConditionsTests {
             link: .init(bandwidth: 20_000_000, rtt: .milliseconds(50)),
             // Sizes vary (160-260 KB) so that transfers do not all end at the same instant.
             routes: (0..<400).map { .init(path: "/large/\($0)", bytes: (160 + ($0 * 37) % 100) * 1024) } + [.init(path: "/image/*", bytes: 30_000)],
-            timeline: [.bandwidth(100_000, at: .seconds(5)), .bandwidth(20_000_000, at: .seconds(200))])
+            timeline: [.bandwidth(100_000, at: .seconds(5)), .bandwidth(20_000_000, at: .seconds(200))],
+            configure: { $0.eventBufferSize = 1_000_000 })   // every event is read at the end
         let controller = harness.controller
         let large = (0..<400).map { controller.enqueue(SimGet(path: "large/\($0)")) }
         let images = (0..<50).map { controller.enqueue(SimGet(path: "image/\($0)", priority: .low, category: .images)) }
-        _ = images
+        let prefetches = (0..<20).map { controller.enqueue(SimGet(path: "image/prefetch-\($0)", priority: .veryLow, isDroppable: true)) }
+        let events = controller.events
 
         // Before the drop: a good link, a high limit.
         try await harness.run(until: .seconds(5))
@@ -117,6 +119,11 @@ struct ControllerConditionsTests {
         #expect(largeSinceDrop <= 5, "\(largeSinceDrop) large transfers to notice the drop")
         #expect(controller.concurrencyLimit == 1)
         #expect(controller.pausedCategories.contains(.images))
+        // Droppable low-priority work still queued is dropped; the rest waits.
+        let trace = harness.trace.trace()
+        let dropped = prefetches.filter { ticket in trace.entries.first { $0.id == ticket.id.rawValue }?.outcome == .cancelled }
+        #expect(dropped.count >= 19, "\(dropped.count) of 20 prefetches dropped")
+        #expect(images.filter(\.isFinished).count < 50)
 
         // When bandwidth returns, both come back.
         do {
@@ -127,6 +134,19 @@ struct ControllerConditionsTests {
         }
         #expect(controller.concurrencyLimit >= 4)
         #expect(!controller.pausedCategories.contains(.images))
+
+        // And every step was an event.
+        _ = await controller.shutdown(grace: .zero)
+        var kinds: [String] = []
+        for await event in events where event.isControllerWide {
+            switch event.kind {
+            case .qualityChanged(_, let to): kinds.append("quality \(to)")
+            case .categoryPaused(let category): kinds.append("paused \(category)")
+            case .categoryResumed(let category): kinds.append("resumed \(category)")
+            default: break
+            }
+        }
+        #expect(kinds.contains("quality poor") && kinds.contains("paused images") && kinds.contains("resumed images"), "\(kinds)")
     }
 
     // MARK: (c) Offline
