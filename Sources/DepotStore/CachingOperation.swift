@@ -131,7 +131,7 @@ extension CachingOperation {
         } catch {
             var failure = DepotError.wrap(error, operation: name, fallback: .processing)
             if failure.status == nil { failure.status = response.status }
-            await store.ledger.recordFailure(failure, for: key)
+            if failure.code != .cancelled { await store.ledger.recordFailure(failure, for: key) }
             throw failure
         }
     }

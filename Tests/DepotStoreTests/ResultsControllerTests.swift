@@ -123,11 +123,11 @@ struct ResultsControllerTests {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for writer in 0..<4 {
                     group.addTask {
-                        var random = SeededRandom(seed: UInt64(writer))
+                        var random = SeededGenerator(seed: UInt64(writer))
                         for step in 0..<250 {
                             let seed = random.next()
                             try await store.write { db in
-                                var random = SeededRandom(seed: seed)
+                                var random = SeededGenerator(seed: seed)
                                 try Self.randomEdit(writer * 1000 + step, db: db, random: &random)
                             }
                         }
@@ -190,14 +190,14 @@ struct ResultsControllerTests {
     /// Commits `count` random edits one by one without giving up the calling
     /// thread (the main actor here), so no delivery can run in between.
     static func blockingEdits(_ count: Int, store: Store, seed: UInt64) throws {
-        var random = SeededRandom(seed: seed)
+        var random = SeededGenerator(seed: seed)
         for step in 0..<count {
             try store.writer.write { db in try randomEdit(step, db: db, random: &random) }
         }
     }
 
     /// One random edit: insert, update (content or section), or delete.
-    nonisolated static func randomEdit(_ step: Int, db: Database, random: inout SeededRandom) throws {
+    nonisolated static func randomEdit(_ step: Int, db: Database, random: inout SeededGenerator) throws {
         let id = Int.random(in: 0..<300, using: &random)
         switch Int.random(in: 0..<4, using: &random) {
         case 0:

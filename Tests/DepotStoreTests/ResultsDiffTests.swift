@@ -1,3 +1,4 @@
+import DepotTesting
 import Testing
 @testable import DepotStore
 
@@ -131,7 +132,7 @@ import Testing
     /// Random edits of random snapshots: every change set must replay exactly.
     @Test(arguments: 0..<200)
     func randomEditsReplayExactly(seed: UInt64) {
-        var random = SeededRandom(seed: seed)
+        var random = SeededGenerator(seed: seed)
         let alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".map(String.init)
         func randomSnapshot() -> ResultsSnapshot<Row> {
             let ids = alphabet.shuffled(using: &random).prefix(Int.random(in: 0...30, using: &random))
@@ -151,18 +152,5 @@ import Testing
         let new = randomSnapshot()
         let changes = ResultsDiff.changes(from: old, to: new)
         #expect(replay(changes, on: old, toward: new) == new)
-    }
-}
-
-/// SplitMix64: a seeded generator, so random tests repeat exactly.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -41,11 +41,12 @@ import Testing
         #expect(first == second)
     }
 
-    @Test func retriesLostConnectionsAndTimeoutsOfIdempotentMethods() {
+    @Test func retriesLostConnectionsOfIdempotentMethods() {
         var random = SeededGenerator(seed: 1)
         let policy = RetryPolicy.default
         #expect(policy.decision(for: DepotError(.connectionLost), method: .get, attempt: 1, now: now, using: &random).delay != nil)
-        #expect(policy.decision(for: DepotError(.timedOut), method: .put, attempt: 2, now: now, using: &random).delay != nil)
+        #expect(policy.decision(for: DepotError(.connectionLost), method: .put, attempt: 2, now: now, using: &random).delay != nil)
+        #expect(policy.decision(for: DepotError(.timedOut), method: .get, attempt: 1, now: now, using: &random) == .doNotRetry(.notRetryable))
         #expect(policy.decision(for: DepotError(.offline), method: .get, attempt: 1, now: now, using: &random) == .doNotRetry(.notRetryable))
         #expect(policy.decision(for: DepotError(.decoding), method: .get, attempt: 1, now: now, using: &random) == .doNotRetry(.notRetryable))
         #expect(policy.decision(for: DepotError(.connectionLost), method: .post, attempt: 1, now: now, using: &random) == .doNotRetry(.methodNotRetryable))

@@ -46,7 +46,9 @@ public struct RetryPolicy: Sendable, Hashable {
     ///   - maximumRetryAfter: The longest `Retry-After` honoured as is (60 s).
     ///   - methods: Retried methods (the idempotent ones: GET, HEAD, PUT, DELETE, OPTIONS).
     ///   - statuses: Retried statuses (408, 429, 502, 503, 504).
-    ///   - codes: Retried error codes (`.connectionLost`, `.timedOut`).
+    ///   - codes: Retried error codes (`.connectionLost`). A timeout ends the job
+    ///     in the controller (the watch cancels its task), so adding `.timedOut`
+    ///     here has no effect there.
     public init(
         maximumAttempts: Int = 3,
         baseDelay: Duration = .milliseconds(500),
@@ -54,7 +56,7 @@ public struct RetryPolicy: Sendable, Hashable {
         maximumRetryAfter: Duration = .seconds(60),
         methods: Set<HTTPMethod> = [.get, .head, .put, .delete, .options],
         statuses: Set<Int> = [408, 429, 502, 503, 504],
-        codes: Set<DepotError.Code> = [.connectionLost, .timedOut]
+        codes: Set<DepotError.Code> = [.connectionLost]
     ) {
         self.maximumAttempts = max(1, maximumAttempts)
         self.baseDelay = max(.zero, baseDelay)
