@@ -7,13 +7,13 @@ import NIOCore
 enum NerdfeedRoutes {
     static func add(to router: Router<DemoRequestContext>, state: ServerState) {
         router.get("/forum/rss") { request, _ in
-            let posts = state.feed.posts(elapsed: state.elapsed)
+            let posts = state.feed.posts(elapsed: state.elapsed, limit: feedLimit(request))
             let updated = posts.first?.published ?? state.configuration.epoch
             let body = FeedRenderer.rss(posts, baseURL: baseURL(request, state), updated: updated)
             return conditional(request, body: body, contentType: "application/rss+xml; charset=utf-8", lastModified: updated)
         }
         router.get("/forum/atom") { request, _ in
-            let posts = state.feed.posts(elapsed: state.elapsed)
+            let posts = state.feed.posts(elapsed: state.elapsed, limit: feedLimit(request))
             let updated = posts.first?.published ?? state.configuration.epoch
             let body = FeedRenderer.atom(posts, baseURL: baseURL(request, state), updated: updated)
             return conditional(request, body: body, contentType: "application/atom+xml; charset=utf-8", lastModified: updated)
@@ -30,6 +30,12 @@ enum NerdfeedRoutes {
     }
 
     /// The scheme and authority clients used, for absolute links in feeds.
+    /// How many posts a feed shows: 50, or `?limit=N` (1...20,000).
+    static func feedLimit(_ request: Request) -> Int {
+        guard let text = request.uri.queryParameters.get("limit"), let limit = Int(text) else { return 50 }
+        return min(max(limit, 1), 20_000)
+    }
+
     static func baseURL(_ request: Request, _ state: ServerState) -> String {
         if let authority = request.head.authority { return "http://\(authority)" }
         return "http://\(state.configuration.host):\(state.configuration.port)"

@@ -22,6 +22,9 @@ struct DepotServerCommand: AsyncParsableCommand {
     @Option(help: "Seconds between new forum posts.")
     var postInterval: Int = 60
 
+    @Option(help: "How many forum posts exist at start (the feeds show the newest 50, or ?limit=N up to 20,000).")
+    var initialPosts: Int = 20
+
     @Option(help: "Delay before every response, in milliseconds.")
     var latency: Int?
 
@@ -42,6 +45,7 @@ struct DepotServerCommand: AsyncParsableCommand {
             host: host,
             port: port,
             seed: seed,
+            initialPosts: max(0, initialPosts),
             postInterval: .seconds(max(1, postInterval)),
             epoch: Date(),
             conditions: NetworkConditions(latencyMs: latency, bandwidthKbps: bandwidth, failRate: failRate)

@@ -96,6 +96,17 @@ import Testing
         }
     }
 
+    @Test func feedsShowFiftyPostsOrTheLimitAsked() async throws {
+        try await DemoServer.withRunning(.init(seed: 7, initialPosts: 300)) { server in
+            let standard = try Outline.parse(try await get(server.baseURL.appending(path: "forum/rss")).body)
+            #expect(standard.elements.filter { $0 == "item" }.count == 50)
+            let more = try Outline.parse(try await get(URL(string: server.baseURL.absoluteString + "/forum/rss?limit=250")!).body)
+            #expect(more.elements.filter { $0 == "item" }.count == 250)
+            let atom = try Outline.parse(try await get(URL(string: server.baseURL.absoluteString + "/forum/atom?limit=5")!).body)
+            #expect(atom.elements.filter { $0 == "entry" }.count == 5)
+        }
+    }
+
     @Test func topSongsHaveTheITunesShape() async throws {
         struct Feed: Decodable {
             struct Label: Decodable { var label: String }
