@@ -17,6 +17,7 @@ public struct FeedMerge: Sendable, Hashable, CustomStringConvertible {
         self.unchanged = unchanged
     }
 
+    /// One line for logs and status bars, such as `3 new, 1 updated, 16 unchanged`.
     public var description: String { "\(inserted) new, \(updated) updated, \(unchanged) unchanged" }
 }
 
