@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "DepotAsyncHTTPClient", targets: ["DepotAsyncHTTPClient"]),
         .library(name: "DepotTesting", targets: ["DepotTesting"]),
         .library(name: "DemoServer", targets: ["DemoServer"]),
+        .library(name: "NerdfeedKit", targets: ["NerdfeedKit"]),
         .executable(name: "depot-server", targets: ["depot-server"]),
         .executable(name: "nerdfeed", targets: ["nerdfeed"]),
     ],
@@ -67,6 +68,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(
+            name: "NerdfeedKit",
+            dependencies: [
+                "Depot",
+                "DepotStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         .executableTarget(
             name: "depot-server",
             dependencies: [
@@ -101,6 +110,19 @@ let package = Package(
                 "Depot",
                 "DepotStore",
                 "DepotTesting",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "NerdfeedTests",
+            dependencies: [
+                "NerdfeedKit",
+                "Depot",
+                "DepotStore",
+                "DepotTesting",
+                "DemoServer",
+                "DepotAsyncHTTPClient",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             resources: [.copy("Fixtures")]

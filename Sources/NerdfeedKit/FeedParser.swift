@@ -1,0 +1,122 @@
+import Depot
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// A feed as ``FeedParser`` read it: its title and its items, in document order.
+public struct ParsedFeed: Sendable, Hashable {
+    /// The channel's (or Atom feed's) title, whitespace collapsed; `nil` if it has none.
+    public var title: String?
+    /// The items that have a link, in the order the feed lists them.
+    public var items: [ParsedItem]
+    /// How many items were left out because they had no usable link.
+    public var skippedItems: Int
+
+    /// Makes a parsed feed.
+    public init(title: String?, items: [ParsedItem], skippedItems: Int = 0) {
+        self.title = title
+        self.items = items
+        self.skippedItems = skippedItems
+    }
+}
+
+/// One item of a feed (an RSS `item` or an Atom `entry`), cleaned for display.
+public struct ParsedItem: Sendable, Hashable {
+    /// The item's absolute link: its identity in the cache.
+    public var link: String
+    /// The title: whitespace collapsed, entities decoded, forum breadcrumbs removed.
+    public var title: String
+    /// The author's name, if the feed gives one.
+    public var author: String?
+    /// The summary (or, failing that, the content) as plain text, if any.
+    public var summary: String?
+    /// When the item was published (or, failing that, last updated), if the feed says so in a readable form.
+    public var published: Date?
+
+    /// Makes a parsed item.
+    public init(link: String, title: String, author: String? = nil, summary: String? = nil, published: Date? = nil) {
+        self.link = link
+        self.title = title
+        self.author = author
+        self.summary = summary
+        self.published = published
+    }
+}
+
+/// Reads RSS 2.0, RSS 1.0 (RDF), RSS 0.9x and Atom 0.3 and 1.0 feeds with a
+/// streaming `XMLParser`, into plain values ready to be merged into the cache.
+///
+/// Parsing is kept apart from storing: the parser knows nothing of the database,
+/// and ``FetchForumFeed`` runs it before its write transaction opens.
+///
+/// What it copes with: CDATA, character references and double-escaped titles,
+/// namespaced extensions (`dc:creator`, `dc:date`, `content:encoded`,
+/// `media:title`, `media:description`; unknown ones are ignored), RFC 822 and
+/// RFC 3339 dates in their loose real-world forms (unreadable dates become `nil`),
+/// links relative to the feed's URL or an `xml:base`, and items whose only link is
+/// a permalink `guid` or an `rdf:about`. Items with no link at all are skipped
+/// and counted in ``ParsedFeed/skippedItems``.
+///
+/// For example:
+///
+/// ```swift
+/// let feed = try FeedParser.parse(data, baseURL: URL(string: "https://forums.example.com/rss")!)
+/// for item in feed.items { print(item.published ?? "undated", item.title, item.link) }
+/// ```
+public struct FeedParser {
+    /// Parses a feed document.
+    ///
+    /// - Parameters:
+    ///   - data: The document's bytes, in the encoding its XML declaration names (UTF-8 by default).
+    ///   - baseURL: The URL the feed was fetched from; relative links resolve against it.
+    ///   - removingBreadcrumbs: Whether to trim forum breadcrumbs from titles
+    ///     (`"Forum :: Topic :: Reply"` → `"Topic"`). Default: `true`, as the Nerdfeed forum needs.
+    /// - Returns: The feed's title and its items.
+    /// - Throws: `.decoding` when the document is not well-formed XML (with the
+    ///   line and column), is empty or truncated, or is not an RSS or Atom feed.
+    public static func parse(_ data: Data, baseURL: URL, removingBreadcrumbs: Bool = true) throws(DepotError) -> ParsedFeed {
+        guard !data.isEmpty else { throw FeedParseFailure.error("the feed is empty") }
+        let reader = FeedReader(baseURL: baseURL, removingBreadcrumbs: removingBreadcrumbs)
+        let parser = XMLParser(data: data)
+        parser.shouldProcessNamespaces = true
+        parser.shouldResolveExternalEntities = false
+        parser.delegate = reader
+        let finished = parser.parse()
+        if let failure = reader.failure { throw failure }
+        // On Linux parse() can return true after a fatal error (a bare "&", say): parserError tells.
+        if !finished || parser.parserError != nil || reader.firstError != nil {
+            // Where the first error happened: Linux's parser reads on after it, so its position at the end says little.
+            let position = reader.firstError.map { ($0.line, $0.column) } ?? (parser.lineNumber, parser.columnNumber)
+            let error = reader.firstError?.error ?? parser.parserError
+            var detail = "malformed XML at line \(position.0), column \(position.1)"
+            if let error {
+                // libxml2's error number, such as 68 for a bare "&" or 201 for an undeclared namespace prefix.
+                detail += " (XMLParser error \((error as NSError).code))"
+            }
+            throw FeedParseFailure.error(detail, xmlError: error)
+        }
+        guard reader.sawFeedRoot else {
+            throw FeedParseFailure.error("not an RSS or Atom feed: no root element")
+        }
+        reader.finish()
+        return ParsedFeed(title: reader.feedTitle, items: reader.items, skippedItems: reader.skippedItems)
+    }
+}
+
+/// Why a feed could not be read, as the underlying error of a `.decoding`
+/// ``Depot/DepotError``: DepotError prints its underlying error, so the line and
+/// column reach the sync status and the logs.
+struct FeedParseFailure: Error, CustomStringConvertible {
+    /// What was wrong, with the line and column when the XML was malformed.
+    var message: String
+    /// The XML parser's own error, if it reported one.
+    var xmlError: (any Error)?
+
+    var description: String { message }
+
+    /// A `.decoding` error whose detail and underlying error say `message`.
+    static func error(_ message: String, xmlError: (any Error)? = nil) -> DepotError {
+        DepotError(.decoding, detail: message, underlying: FeedParseFailure(message: message, xmlError: xmlError))
+    }
+}

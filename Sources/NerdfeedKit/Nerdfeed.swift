@@ -1,0 +1,110 @@
+import Depot
+import DepotStore
+import Foundation
+import GRDB
+import Observation
+
+/// The Nerdfeed reader's model: the forum feed and the top-songs chart as live
+/// results from the cache, their sync statuses, refresh and read state.
+///
+/// It is the view layer's one entry point. It reads only the cache; every
+/// network call goes through the controller's operations (``FetchForumFeed``,
+/// ``FetchTopSongs``). On start the feed shows what is cached and then
+/// refreshes; the chart refreshes only when the cached one is older than five
+/// minutes. Offline, nothing goes to the network and the cache is shown.
+///
+/// For example:
+///
+/// ```swift
+/// var configuration = NetworkController.Configuration(baseURL: server, transport: AsyncHTTPClientTransport())
+/// configuration.store = try Store(path: cacheFile.path, migrator: NerdfeedSchema.migrator)
+/// let controller = NetworkController(configuration: configuration)
+/// let app = try NerdfeedApp(controller: controller, feedURL: server.appending(path: "forum/rss"),
+///                           autoRefresh: .seconds(60))
+/// for await update in app.items.updates() { render(update.snapshot) }
+/// ```
+@MainActor
+@Observable
+public final class NerdfeedApp {
+    /// The controller all network work goes through.
+    public let controller: NetworkController
+    /// The cache the controller's operations write to.
+    public let store: Store
+    /// The forum feed's URL.
+    public let feedURL: URL
+    /// Whether the app stays off the network and shows only the cache.
+    public let isOffline: Bool
+    /// The feed's items, newest first.
+    public let items: ResultsController<FeedItem>
+    /// The top songs, by rank.
+    public let songs: ResultsController<Song>
+    /// Whether the feed is syncing, when it last synced, and its last error.
+    public let feedStatus: SyncStatus
+    /// Whether the chart is syncing, when it last synced, and its last error.
+    public let songsStatus: SyncStatus
+    /// The last failure of ``markRead(_:read:)``, cleared by its next success.
+    public private(set) var lastError: DepotError?
+
+    /// Builds the model and starts the first sync (unless offline).
+    ///
+    /// - Parameters:
+    ///   - controller: The controller; its configuration must have a `store`
+    ///     opened with ``NerdfeedSchema/migrator``.
+    ///   - feedURL: The forum feed (RSS or Atom).
+    ///   - songsLimit: How many top songs to show.
+    ///   - autoRefresh: Refresh the feed this often (and the chart when it is
+    ///     older than ``FetchTopSongs/maxAge``), and on reconnect; `nil` for manual refresh only.
+    ///   - offline: Never go to the network: show the cache.
+    /// - Throws: `.storage` if no store is configured or the first fetch from it fails.
+    public init(controller: NetworkController, feedURL: URL, songsLimit: Int = FetchTopSongs.defaultLimit, autoRefresh: Duration? = nil, offline: Bool = false) throws(DepotError) {
+        guard let store = controller.store else {
+            throw DepotError(.storage, detail: "NerdfeedApp needs a store: set NetworkController.Configuration.store")
+        }
+        self.controller = controller
+        self.store = store
+        self.feedURL = feedURL
+        self.isOffline = offline
+        items = try controller.results(
+            for: FeedItem.newestFirst(feed: feedURL),
+            refreshing: FetchForumFeed(url: feedURL),
+            policy: offline ? .cacheOnly : .cacheThenNetwork)
+        songs = try controller.results(
+            for: Song.byRank,
+            refreshing: FetchTopSongs(limit: songsLimit),
+            policy: offline ? .cacheOnly : FetchTopSongs.cachePolicy)
+        guard let feedStatus = items.syncStatus, let songsStatus = songs.syncStatus else {
+            throw DepotError(.storage, detail: "results came without a sync status")
+        }
+        self.feedStatus = feedStatus
+        self.songsStatus = songsStatus
+        if let autoRefresh, !offline {
+            feedStatus.autoRefresh(every: autoRefresh)
+            songsStatus.autoRefresh(every: max(autoRefresh, FetchTopSongs.maxAge))
+        }
+    }
+
+    /// Refreshes the feed and the chart together and returns when both are done.
+    /// A press while a refresh runs joins it instead of starting another.
+    /// Failures land in ``feedStatus`` and ``songsStatus``; offline this does nothing.
+    ///
+    /// An explicit refresh fetches the chart even when it is younger than
+    /// ``FetchTopSongs/maxAge``: the user asked. It is a conditional request,
+    /// so an unchanged chart costs a 304.
+    public func refresh() async {
+        guard !isOffline else { return }
+        async let feed: Void = feedStatus.refresh()
+        async let chart: Void = songsStatus.refresh()
+        _ = await (feed, chart)
+    }
+
+    /// Marks `item` as read (or unread). The flag survives every later merge of the feed.
+    /// A failure lands in ``lastError``.
+    public func markRead(_ item: FeedItem, read: Bool = true) async {
+        do {
+            try await store.markRead(item.id, read: read)
+            lastError = nil
+        } catch {
+            lastError = error
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Depot
+import DepotStore
+import Foundation
+import GRDB
+
+/// Fetches an RSS or Atom feed and merges its items into the `feedItem` table
+/// by link: one operation type for the forum-feed endpoint.
+///
+/// Unchanged feeds cost a 304: the ledger's `ETag` and `Last-Modified` go out as
+/// a conditional request. A feed that cannot be parsed fails with `.decoding`
+/// before the write transaction opens, so the cache stays exactly as it was.
+///
+/// For example:
+///
+/// ```swift
+/// let update = try await controller.perform(FetchForumFeed(url: feedURL))
+/// if let merge = update.written { print(merge) }   // "3 new, 0 updated, 17 unchanged"
+/// ```
+public struct FetchForumFeed: CachingOperation {
+    /// The feed's URL; its items are stored with it as their ``FeedItem/feed``.
+    public let url: URL
+
+    /// Makes the operation for the feed at `url`.
+    public init(url: URL) {
+        self.url = url
+    }
+
+    /// `GET` of the feed's URL.
+    public var request: Depot.Request { .get(url) }
+
+    /// `feed:` and the feed's URL.
+    public var cacheKey: String { "feed:\(url.absoluteString)" }
+
+    /// Parses the body with ``FeedParser``, resolving relative links against the
+    /// URL the response came from. Runs off the main actor and outside the transaction.
+    public func parse(_ response: Response, context: OperationContext) async throws -> ParsedFeed {
+        try FeedParser.parse(response.body, baseURL: response.url)
+    }
+
+    /// Merges the items by link; see ``FeedMerge``.
+    public func write(_ feed: ParsedFeed, to db: Database) throws -> FeedMerge {
+        try FeedItem.merge(feed.items, feed: url.absoluteString, into: db)
+    }
+}
+
+/// Fetches the top-songs chart (`topsongs/limit=N/json`, relative to the
+/// controller's base URL) and replaces the `song` table with it, in one transaction.
+///
+/// For example, the original's five-minute cache:
+///
+/// ```swift
+/// let songs = try controller.results(for: Song.byRank, refreshing: FetchTopSongs(),
+///                                    policy: FetchTopSongs.cachePolicy)
+/// ```
+public struct FetchTopSongs: CachingOperation {
+    /// How many songs to ask for (the server accepts 1 to 200).
+    public let limit: Int
+
+    /// The default chart length, as in the original.
+    public static let defaultLimit = 10
+
+    /// How long a fetched chart is good for: five minutes, as in the original.
+    public static let maxAge: Duration = .seconds(300)
+
+    /// Use the cached chart while it is younger than ``maxAge``; fetch otherwise.
+    public static let cachePolicy = CachePolicy.cacheFirst(maxAge: maxAge)
+
+    /// Makes the operation for the top `limit` songs.
+    public init(limit: Int = FetchTopSongs.defaultLimit) {
+        self.limit = limit
+    }
+
+    /// `GET topsongs/limit=N/json`.
+    public var request: Depot.Request { .get("topsongs/limit=\(limit)/json") }
+
+    /// `topsongs`: one chart in the cache, whatever its length.
+    public var cacheKey: String { "topsongs" }
+
+    /// Decodes the iTunes-shaped JSON into songs ranked from 1.
+    public func parse(_ response: Response, context: OperationContext) async throws -> [Song] {
+        try TopSongsDocument.songs(from: response.body)
+    }
+
+    /// Replaces the chart: deletes every song, then inserts the new ones with one
+    /// cached statement. A song listed twice keeps its higher rank.
+    /// - Returns: How many songs the chart now holds.
+    public func write(_ songs: [Song], to db: Database) throws -> Int {
+        try Song.deleteAll(db)
+        let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO song (id, rank, title, artist, link) VALUES (?, ?, ?, ?, ?)")
+        var count = 0
+        for song in songs {
+            insert.setUncheckedArguments([song.id, song.rank, song.title, song.artist, song.link])
+            try insert.execute()
+            count += db.changesCount
+        }
+        return count
+    }
+}
