@@ -87,8 +87,11 @@ let package = Package(
             name: "nerdfeed",
             dependencies: [
                 "Depot",
+                "DepotStore",
                 "DepotAsyncHTTPClient",
                 "DemoServer",
+                "NerdfeedKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(

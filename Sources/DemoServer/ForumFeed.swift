@@ -38,7 +38,8 @@ struct ForumFeed: Sendable {
         let body = "<p>\(author) wrote about <b>\(topic)</b> &amp; asked: does it \"just work\"? Chapter \(chapter.number) says &lt;see page \(100 + index)&gt;.</p>"
         return Post(
             id: index + 1,
-            title: "Chapter \(chapter.number) :: \(chapter.name) :: \(reply)\(topic)",
+            // Forum :: topic :: where: Nerdfeed keeps the middle part, as the original did.
+            title: "iOS Programming :: \(reply)\(topic) :: Chapter \(chapter.number), \(chapter.name)",
             author: author,
             published: published,
             link: "/forum/posts/\(index + 1)",

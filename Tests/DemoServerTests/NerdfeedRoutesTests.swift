@@ -79,7 +79,7 @@ import Testing
             let outline = try Outline.parse(rss.body)
             #expect(outline.elements.filter { $0 == "item" }.count == 20)
             let titles = try #require(outline.texts["title"]).dropFirst()  // the first is the channel's
-            #expect(titles.allSatisfy { $0.hasPrefix("Chapter ") && $0.components(separatedBy: " :: ").count == 3 })
+            #expect(titles.allSatisfy { $0.hasPrefix("iOS Programming :: ") && $0.components(separatedBy: " :: ").count == 3 })
             #expect(outline.texts["dc:creator"]?.count == 20)
             #expect(outline.texts["description"]?.last?.contains("<b>") == true)  // HTML inside CDATA survives
         }

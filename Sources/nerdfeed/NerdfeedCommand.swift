@@ -1,0 +1,136 @@
+// nerdfeed: an offline-first RSS and top-songs reader built on Depot.
+//
+// The view layer (this target) reads only from the cache, through
+// ResultsControllers and SyncStatus; NerdfeedKit's operations fill the cache.
+// With no URL it starts the embedded depot-server, so it needs no internet.
+import ArgumentParser
+import DemoServer
+import Depot
+import DepotAsyncHTTPClient
+import DepotStore
+import Foundation
+import NerdfeedKit
+
+@main
+struct NerdfeedCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "nerdfeed",
+        abstract: "An offline-first RSS and top-songs reader built on Depot.",
+        discussion: "With no --feed, it starts the embedded depot-server on 127.0.0.1 and reads from it.")
+
+    @Option(help: "The RSS or Atom feed to read (default: the embedded depot-server's forum feed).")
+    var feed: String?
+
+    @Option(help: "The base URL of the top-songs service, which serves topsongs/limit=N/json (default: the embedded server).")
+    var songs: String?
+
+    @Option(help: "The port of the embedded depot-server. A fixed port keeps item links, and so the cache, the same from run to run.")
+    var port = 8088
+
+    @Option(help: "The cache file (default: $XDG_CACHE_HOME/nerdfeed/cache.sqlite or ~/.cache/nerdfeed/cache.sqlite).")
+    var cache: String?
+
+    @Flag(help: "Print the list once and exit.")
+    var once = false
+
+    @Flag(help: "Print the list once as JSON and exit.")
+    var json = false
+
+    @Flag(help: "Use the cache only: make no request.")
+    var offline = false
+
+    @Option(help: "Seconds between automatic refreshes in the interactive view.")
+    var refreshInterval = 60
+
+    @Option(help: "How many items to print with --once.")
+    var limit = 50
+
+    @MainActor
+    mutating func run() async throws {
+        let cacheFile = try Self.cacheFile(cache)
+        let store = try Store(path: cacheFile.path, migrator: NerdfeedSchema.migrator)
+
+        // Where to read from: the given URLs, or the embedded server.
+        var server: DemoServer?
+        let feedURL: URL
+        var songsURL = songs.flatMap(URL.init(string:))
+        if let feed {
+            guard let url = URL(string: feed), url.scheme != nil else { throw ValidationError("--feed needs an absolute URL") }
+            feedURL = url
+        } else {
+            let embedded = DemoServer.Configuration(port: port, epoch: Date())
+            if !offline {
+                do {
+                    server = try await DemoServer.start(embedded)
+                } catch {
+                    throw ValidationError("cannot start the embedded depot-server on port \(port) (\(error)); try --port 0 or --feed URL")
+                }
+            }
+            let base = server?.baseURL ?? URL(string: "http://\(embedded.host):\(port)")!
+            feedURL = base.appending(path: "forum/rss")
+            if songsURL == nil { songsURL = base }
+        }
+
+        let transport: any Transport
+        if offline {
+            // No request will be made: skip starting an HTTP client at all.
+            transport = FileTransport()
+        } else {
+            #if os(Linux)
+            // On Linux, AsyncHTTPClient is the faster transport (BENCHMARKS.md).
+            transport = AsyncHTTPClientTransport()
+            #else
+            transport = URLSessionTransport()
+            #endif
+        }
+        var configuration = NetworkController.Configuration(baseURL: songsURL, transport: transport, notificationCenter: nil)
+        configuration.store = store
+        let controller = NetworkController(configuration: configuration)
+        let app = try NerdfeedApp(
+            controller: controller,
+            feedURL: feedURL,
+            autoRefresh: once || json ? nil : .seconds(refreshInterval),
+            offline: offline)
+
+        if once || json || !Terminal.isInteractive {
+            try await printOnce(app)
+        } else {
+            let view = InteractiveView(app: app, controller: controller, offline: offline)
+            await view.run()
+        }
+        _ = await controller.shutdown(grace: .seconds(2))
+        await server?.stop()
+    }
+
+    /// `--once` and `--json`: wait for the sync (unless offline), print, return.
+    @MainActor
+    func printOnce(_ app: NerdfeedApp) async throws {
+        if !offline { await app.refresh() }
+        let now = Date()
+        let items = Array(app.items.fetchedObjects.prefix(limit))
+        if json {
+            let data = try NerdfeedPresentation.json(items: items, songs: app.songs.fetchedObjects, feed: app.feedStatus.state, offlineMode: offline, now: now)
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+            return
+        }
+        var lines = items.map { NerdfeedPresentation.itemLine($0, width: 100, now: now) }
+        if items.isEmpty { lines.append("(no items)") }
+        lines.append("-- " + NerdfeedPresentation.statusLine(app.feedStatus.state, offlineMode: offline, now: now))
+        FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+    }
+
+    /// The cache file, its folder created: `--cache`, or the XDG cache folder.
+    static func cacheFile(_ path: String?) throws -> URL {
+        let file: URL
+        if let path {
+            file = URL(fileURLWithPath: path)
+        } else {
+            let environment = ProcessInfo.processInfo.environment
+            let base = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+                ?? FileManager.default.homeDirectoryForCurrentUser.appending(path: ".cache")
+            file = base.appending(path: "nerdfeed/cache.sqlite")
+        }
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        return file
+    }
+}

@@ -1,0 +1,91 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// The terminal in raw mode on the alternate screen, and the keys typed into it.
+///
+/// `@unchecked Sendable`: `original` is written once in `init` and read in
+/// `restore()`, which the caller runs once, after the key reader has stopped
+/// mattering; the key thread only reads file descriptor 0.
+final class Terminal: @unchecked Sendable {
+    enum Key: Equatable, Sendable {
+        case character(Character)
+        case up, down, enter, tab, escape
+    }
+
+    private var original = termios()
+    private var restored = false
+
+    /// Whether standard input and output are a terminal.
+    static var isInteractive: Bool { isatty(0) == 1 && isatty(1) == 1 }
+
+    init() {
+        tcgetattr(0, &original)
+        var raw = original
+        raw.c_lflag &= ~tcflag_t(ECHO | ICANON)
+        withUnsafeMutableBytes(of: &raw.c_cc) { bytes in
+            bytes[Int(VMIN)] = 1
+            bytes[Int(VTIME)] = 0
+        }
+        tcsetattr(0, TCSANOW, &raw)
+        write("\u{1B}[?1049h\u{1B}[?25l")
+    }
+
+    /// Leaves raw mode and the alternate screen.
+    func restore() {
+        guard !restored else { return }
+        restored = true
+        write("\u{1B}[?25h\u{1B}[?1049l")
+        tcsetattr(0, TCSANOW, &original)
+    }
+
+    /// The terminal's size, or 80×24 when it cannot tell.
+    var size: (columns: Int, rows: Int) {
+        var window = winsize()
+        guard ioctl(1, UInt(TIOCGWINSZ), &window) == 0, window.ws_col > 0, window.ws_row > 0 else { return (80, 24) }
+        return (Int(window.ws_col), Int(window.ws_row))
+    }
+
+    /// Replaces the screen with `lines` in one write.
+    func draw(_ lines: [String]) {
+        write("\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\r\n") + "\u{1B}[J")
+    }
+
+    func write(_ text: String) {
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+
+    /// Keys as they are typed. A dedicated thread blocks in `read`, so no
+    /// cooperative-pool thread waits on the keyboard.
+    func keys() -> AsyncStream<Key> {
+        let (stream, continuation) = AsyncStream<Key>.makeStream()
+        let thread = Thread {
+            var pending: [UInt8] = []
+            var byte: UInt8 = 0
+            while read(0, &byte, 1) == 1 {
+                pending.append(byte)
+                // Escape sequences for the arrows: ESC [ A / ESC [ B.
+                if pending == [0x1B] || pending == [0x1B, 0x5B] { continue }
+                let key: Key?
+                switch pending {
+                case [0x1B, 0x5B, 0x41]: key = .up
+                case [0x1B, 0x5B, 0x42]: key = .down
+                case [0x0D], [0x0A]: key = .enter
+                case [0x09]: key = .tab
+                default:
+                    if pending.first == 0x1B, pending.count >= 3 { key = .escape } else {
+                        key = String(bytes: pending, encoding: .utf8)?.first.map(Key.character)
+                    }
+                }
+                pending.removeAll()
+                if let key { continuation.yield(key) }
+            }
+            continuation.finish()
+        }
+        thread.start()
+        return stream
+    }
+}

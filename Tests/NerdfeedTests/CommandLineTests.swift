@@ -1,0 +1,107 @@
+import DemoServer
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+/// The `nerdfeed` executable, run as a user runs it.
+@Suite(.timeLimit(.minutes(2)))
+struct CommandLineTests {
+    /// The package's root, found from this file.
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The built executable: `swift test` builds it with the tests.
+    static var executable: URL? {
+        let candidates = [".build/debug/nerdfeed", ".build/x86_64-unknown-linux-gnu/debug/nerdfeed", ".build/arm64-apple-macosx/debug/nerdfeed", ".build/aarch64-unknown-linux-gnu/debug/nerdfeed"]
+        return candidates.map { root.appending(path: $0) }.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+
+    /// Runs nerdfeed with `arguments` and waits for it.
+    static func nerdfeed(_ arguments: [String]) async throws -> ChildResult {
+        guard let executable = Self.executable else {
+            Issue.record("the nerdfeed executable is not built")
+            throw SpawnError(description: "the nerdfeed executable is not built")
+        }
+        return try await spawn(executable.path, arguments)
+    }
+
+    /// The item links and the status of a `--json` run.
+    static func listing(_ run: ChildResult) throws -> (links: [String], status: String) {
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any], "\(run.output) \(run.error)")
+        let items = object["items"] as? [[String: Any]] ?? []
+        return (items.compactMap { $0["link"] as? String }, object["status"] as? String ?? "")
+    }
+
+    static func temporaryFolder() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appending(path: "nerdfeed-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    /// The issue's end-to-end test: sync from a live server, stop it, then read
+    /// the same items offline, with an offline status.
+    @Test func syncThenOfflineShowsTheSameItems() async throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = folder.appending(path: "cache.sqlite").path
+
+        let server = try await DemoServer.start(.init(port: 0, epoch: Date()))
+        let feed = server.baseURL.appending(path: "forum/rss").absoluteString
+        let online = try await Self.nerdfeed(["--json", "--feed", feed, "--songs", server.baseURL.absoluteString, "--cache", cache])
+        await server.stop()
+        #expect(online.status == 0, "\(online.error)")
+        let synced = try Self.listing(online)
+        #expect(synced.links.count > 5)
+        #expect(synced.status == "last synced just now")
+
+        // The server is gone: the offline run makes no request and shows the same list.
+        let offline = try await Self.nerdfeed(["--json", "--offline", "--feed", feed, "--cache", cache])
+        #expect(offline.status == 0, "\(offline.error)")
+        let cached = try Self.listing(offline)
+        #expect(cached.links == synced.links)
+        #expect(cached.status.hasPrefix("offline — showing cached data from"), "\(cached.status)")
+
+        // And as text.
+        let text = try await Self.nerdfeed(["--once", "--offline", "--feed", feed, "--cache", cache])
+        let lines = text.output.split(separator: "\n")
+        #expect(lines.count == synced.links.count + 1, "\(text.output)")
+        #expect(lines.last?.hasPrefix("-- offline — showing cached data from") == true, "\(text.output)")
+    }
+
+    @Test func jsonListsItemsAndStatus() async throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
+            let run = try await Self.nerdfeed(["--json", "--feed", server.baseURL.appending(path: "forum/atom").absoluteString, "--songs", server.baseURL.absoluteString, "--cache", folder.appending(path: "c.sqlite").path])
+            #expect(run.status == 0, "\(run.error)")
+            let object = try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any]
+            let items = object?["items"] as? [[String: Any]]
+            #expect((items?.count ?? 0) > 5)
+            #expect(items?.first?["link"] is String)
+            #expect((object?["songs"] as? [[String: Any]])?.count == 10)
+            #expect((object?["status"] as? String)?.hasPrefix("last synced") == true)
+        }
+    }
+
+    @Test func aFailingFeedKeepsTheLastGoodList() async throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = folder.appending(path: "cache.sqlite").path
+        try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
+            let feed = server.baseURL.appending(path: "forum/rss").absoluteString
+            let first = try Self.listing(try await Self.nerdfeed(["--json", "--feed", feed, "--cache", cache]))
+            #expect(!first.links.isEmpty)
+
+            // The feed now fails every time (500).
+            var control = URLRequest(url: server.baseURL.appending(path: "_control"))
+            control.httpMethod = "POST"
+            control.httpBody = Data(#"{"route": "/forum/rss", "failRate": 1}"#.utf8)
+            _ = try await URLSession.shared.data(for: control)
+
+            let second = try Self.listing(try await Self.nerdfeed(["--json", "--feed", feed, "--cache", cache]))
+            #expect(second.links == first.links)
+            #expect(second.status.hasPrefix("sync failed"), "\(second.status)")
+        }
+    }
+}

@@ -1,0 +1,91 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// What a child process printed and how it ended.
+struct ChildResult: Sendable {
+    var status: Int32
+    var output: String
+    var error: String
+}
+
+/// Runs `path` with `arguments` to completion on a thread of its own and
+/// returns what it printed. posix_spawn and waitpid directly: Foundation's
+/// `Process` on Linux waits through a run loop and SIGCHLD machinery that hung
+/// under parallel tests, and a blocked cooperative thread (two on a 2-core
+/// machine) could starve an in-process server the child talks to.
+///
+/// Output is read only when `capture` is true: a command that starts a daemon
+/// (tmux's server) would hand it our pipe, which would then never reach its end.
+func spawn(_ path: String, _ arguments: [String], capture: Bool = true) async throws -> ChildResult {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread {
+            continuation.resume(with: Result { try spawnAndWait(path, arguments, capture: capture) })
+        }
+        thread.start()
+    }
+}
+
+struct SpawnError: Error, CustomStringConvertible {
+    var description: String
+}
+
+private func spawnAndWait(_ path: String, _ arguments: [String], capture: Bool) throws -> ChildResult {
+    var outPipe: [Int32] = [-1, -1]
+    var errPipe: [Int32] = [-1, -1]
+    if capture {
+        guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw SpawnError(description: "pipe failed") }
+    }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    if capture {
+        posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
+        for fd in outPipe + errPipe { posix_spawn_file_actions_addclose(&actions, fd) }
+    } else {
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    }
+    let argv = ([path] + arguments).map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
+    if capture {
+        close(outPipe[1])
+        close(errPipe[1])
+    }
+    guard spawned == 0 else {
+        if capture { close(outPipe[0]); close(errPipe[0]) }
+        throw SpawnError(description: "cannot start \(path): \(String(cString: strerror(spawned)))")
+    }
+    var output = Data()
+    var error = Data()
+    if capture {
+        // Drain both pipes with poll, so that neither can fill up and block the child.
+        var fds = [pollfd(fd: outPipe[0], events: Int16(POLLIN), revents: 0), pollfd(fd: errPipe[0], events: Int16(POLLIN), revents: 0)]
+        var open = 2
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while open > 0 {
+            guard poll(&fds, nfds_t(fds.count), -1) > 0 else { continue }
+            for index in fds.indices where fds[index].fd >= 0 && fds[index].revents != 0 {
+                let count = read(fds[index].fd, &buffer, buffer.count)
+                if count > 0 {
+                    if index == 0 { output.append(buffer, count: count) } else { error.append(buffer, count: count) }
+                } else {
+                    close(fds[index].fd)
+                    fds[index].fd = -1
+                    open -= 1
+                }
+            }
+        }
+    }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) == -1, errno == EINTR {}
+    let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    return ChildResult(status: exitStatus, output: String(decoding: output, as: UTF8.self), error: String(decoding: error, as: UTF8.self))
+}
