@@ -45,6 +45,13 @@ public final class SyncStatus {
         public var lastSynced: Date?
         /// The last failure, cleared by the next success.
         public var lastError: SyncError?
+
+        /// Makes a state (for previews and tests).
+        public init(isSyncing: Bool, lastSynced: Date?, lastError: SyncError?) {
+            self.isSyncing = isSyncing
+            self.lastSynced = lastSynced
+            self.lastError = lastError
+        }
     }
 
     @ObservationIgnored private let store: Store

@@ -20,9 +20,11 @@ case "changesets":
     try await ChangeSetBench.run(rows: arguments.count > 1 ? Int(arguments[1]) ?? 10_000 : 10_000, repeats: arguments.count > 2 ? Int(arguments[2]) ?? 5 : 5)
 case "conditions":
     try await ConditionsBench.run(writeTraces: arguments.count > 1 ? arguments[1] : nil)
+case "nerdfeed":
+    try await NerdfeedBench.run(binaries: arguments.count > 1 ? arguments[1] : ".build/release", repeats: arguments.count > 2 ? Int(arguments[2]) ?? 3 : 3)
 case "overhead":
     try await OverheadBench.run(operations: arguments.count > 1 ? Int(arguments[1]) ?? 100_000 : 100_000)
 default:
-    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | ingest [items] [repeats] | changesets [rows] [repeats] | conditions [trace folder] | serve]")
+    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | ingest [items] [repeats] | changesets [rows] [repeats] | conditions [trace folder] | nerdfeed [release bin folder] [repeats] | serve]")
     exit(2)
 }

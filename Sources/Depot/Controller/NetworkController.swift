@@ -368,6 +368,15 @@ public final class NetworkController: Sendable {
         public var limit: Int
         /// Running transfers sleeping before a retry.
         public var backingOff: Int
+
+        /// Makes an activity summary (for previews and tests).
+        public init(queued: Int, running: Int, blocked: Int, limit: Int, backingOff: Int = 0) {
+            self.queued = queued
+            self.running = running
+            self.blocked = blocked
+            self.limit = limit
+            self.backingOff = backingOff
+        }
     }
 
     /// How much work is waiting and running now.

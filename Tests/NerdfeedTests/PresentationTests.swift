@@ -1,0 +1,58 @@
+import Depot
+import DepotStore
+import Foundation
+import NerdfeedKit
+import Testing
+
+@Suite struct PresentationTests {
+    let now = Date(timeIntervalSince1970: 1_790_000_000)
+    let utc = TimeZone(identifier: "UTC")!
+
+    @Test func relativeTimes() {
+        #expect(NerdfeedPresentation.relative(now.addingTimeInterval(-10), now: now) == "just now")
+        #expect(NerdfeedPresentation.relative(now.addingTimeInterval(-61), now: now) == "1 min ago")
+        #expect(NerdfeedPresentation.relative(now.addingTimeInterval(-150), now: now) == "2 min ago")
+        #expect(NerdfeedPresentation.relative(now.addingTimeInterval(-7_300), now: now) == "2 h ago")
+        #expect(NerdfeedPresentation.relative(now.addingTimeInterval(-3 * 86_400), now: now) == "3 d ago")
+        #expect(NerdfeedPresentation.relative(nil, now: now) == "")
+        // A date in the future (a clock set back) is "just now", not negative.
+        #expect(NerdfeedPresentation.relative(now.addingTimeInterval(300), now: now) == "just now")
+    }
+
+    @Test func statusLines() {
+        let synced = now.addingTimeInterval(-120)
+        let offline = SyncError(code: .offline, message: "offline", date: now)
+        let broken = SyncError(code: .decoding, message: "FetchForumFeed failed: could not decode the response", date: now)
+        func line(_ state: SyncStatus.State, offlineMode: Bool = false, quality: ConnectionQuality? = nil, activity: NetworkController.Activity? = nil) -> String {
+            NerdfeedPresentation.statusLine(state, offlineMode: offlineMode, quality: quality, activity: activity, now: now, timeZone: utc)
+        }
+        let clock = NerdfeedPresentation.clockTime(synced, timeZone: utc)
+        #expect(line(.init(isSyncing: true, lastSynced: nil, lastError: nil)) == "syncing…")
+        #expect(line(.init(isSyncing: false, lastSynced: synced, lastError: nil)) == "last synced 2 min ago")
+        #expect(line(.init(isSyncing: false, lastSynced: synced, lastError: offline)) == "offline — showing cached data from \(clock)")
+        #expect(line(.init(isSyncing: true, lastSynced: synced, lastError: offline)) == "offline — showing cached data from \(clock) (waiting for the network)")
+        #expect(line(.init(isSyncing: false, lastSynced: synced, lastError: nil), offlineMode: true) == "offline — showing cached data from \(clock)")
+        #expect(line(.init(isSyncing: false, lastSynced: nil, lastError: nil), offlineMode: true) == "offline — nothing cached yet")
+        #expect(line(.init(isSyncing: false, lastSynced: synced, lastError: broken)) == "sync failed: \(broken.message) — showing data from \(clock)")
+        let busy = NetworkController.Activity(queued: 2, running: 1, blocked: 0, limit: 4, backingOff: 0)
+        #expect(line(.init(isSyncing: false, lastSynced: synced, lastError: nil), quality: .good, activity: busy) == "last synced 2 min ago · network good · 2 queued, 1 running")
+    }
+
+    @Test func rowsFitTheWidth() {
+        let item = FeedItem(id: "http://h/1", title: String(repeating: "long title ", count: 20), author: "mikew", summary: nil, published: now.addingTimeInterval(-600), feed: "f", isRead: true)
+        let row = NerdfeedPresentation.itemLine(item, width: 60, now: now)
+        #expect(row.count == 60)
+        #expect(row.hasPrefix("✓ long title"))
+        #expect(row.hasSuffix("mikew · 10 min ago"))
+        #expect(row.contains("…"))
+        let song = Song(id: "s", rank: 3, title: "Fetch Twice - Hummingbirds", artist: "Hummingbirds", link: "http://h/s")
+        let songRow = NerdfeedPresentation.songLine(song, width: 40)
+        #expect(songRow == " 3. Fetch Twice" + String(repeating: " ", count: 13) + "Hummingbirds")
+        #expect(songRow.count == 40)
+    }
+
+    @Test func progressBar() {
+        #expect(NerdfeedPresentation.progressBar(0.5, width: 27) == "[##########..........]  50%")
+        #expect(NerdfeedPresentation.progressBar(1.5, width: 27).hasPrefix("[####################]"))
+    }
+}
