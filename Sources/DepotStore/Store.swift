@@ -91,6 +91,12 @@ public final class Store: Sendable {
     }
 
     private static func prepare(_ writer: any DatabaseWriter, migrator: DatabaseMigrator) throws {
+        // Usually everything is in place already: check with a read, so that
+        // opening a warm cache (an app's cold start) takes no write transaction.
+        let ready = try writer.read { db in
+            try db.tableExists(SyncLedger.tableName) && migrator.hasCompletedMigrations(db)
+        }
+        guard !ready else { return }
         try writer.write { db in try SyncLedger.createTable(db) }
         try migrator.migrate(writer)
     }

@@ -50,8 +50,13 @@ struct DepotServerCommand: AsyncParsableCommand {
             epoch: Date(),
             conditions: NetworkConditions(latencyMs: latency, bandwidthKbps: bandwidth, failRate: failRate)
         ))
-        print("depot-server listening on \(server.baseURL.absoluteString)")
-        print("routes: /forum/rss  /forum/atom  /topsongs/limit=10/json  /faults/...  /_stats  POST /_control")
+        // Written at once, not buffered: a script that reads the port from a pipe needs it now.
+        let banner = """
+            depot-server listening on \(server.baseURL.absoluteString)
+            routes: /forum/rss  /forum/atom  /topsongs/limit=10/json  /faults/...  /_stats  POST /_control
+
+            """
+        FileHandle.standardOutput.write(Data(banner.utf8))
         try await server.waitUntilStopped()
     }
 }
