@@ -105,7 +105,13 @@ struct NerdfeedCommand: AsyncParsableCommand {
     /// `--once` and `--json`: wait for the sync (unless offline), print, return.
     @MainActor
     func printOnce(_ app: NerdfeedApp) async throws {
-        if !offline { await app.refresh() }
+        if !offline {
+            await app.refresh()
+            // The refresh has committed; make sure the results show that commit
+            // before printing (they would catch up a moment later on their own).
+            try app.items.performFetch()
+            try app.songs.performFetch()
+        }
         let now = Date()
         let items = Array(app.items.fetchedObjects.prefix(limit))
         if json {

@@ -155,6 +155,20 @@ struct ResultsControllerTests {
         #expect(deliveries >= 1 && deliveries <= 1000)
     }
 
+    @Test func performFetchShowsACommitAtOnceAndObservationGoesOn() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        let results = try ResultsController(store: store, request: Item.bySection)
+        try await store.write { db in try Item(id: 1, section: "a", rank: 1, title: "one").insert(db) }
+        // Without waiting for the observation, the row is there after performFetch.
+        try results.performFetch()
+        #expect(results.fetchedObjects.map(\.title) == ["one"])
+        #expect(results.lastChanges?.insertedSections == [0])   // the new section covers its row
+        // And later commits still arrive, as changes from that snapshot.
+        try await store.write { db in try Item(id: 2, section: "a", rank: 2, title: "two").insert(db) }
+        for await update in results.updates() where update.snapshot.count == 2 { break }
+        #expect(results.lastChanges?.inserted == [ItemPath(section: 0, item: 1)])
+    }
+
     @Test func startGivesTheCurrentSnapshotAtOnceAndStopsWhenCancelled() async throws {
         let store = try Store.inMemory(migrator: Item.migrator)
         try await store.write { db in for item in makeItems(3) { try item.insert(db) } }

@@ -89,7 +89,7 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         try self.init(store: store, fetch: { db in try request.fetchAll(db) }, refresh: ResultsDiff.refresh(sectionKey: sectionKey), held: false)
     }
 
-    /// Makes a results controller. `held` ones show nothing until ``reveal()``.
+    /// Makes a results controller. `held` ones show nothing until ``performFetch()``.
     @usableFromInline
     init(store: Store, fetch: @escaping @Sendable (Database) throws -> [Record], refresh: @escaping ResultsDiff.Refresh<Record>, held: Bool) throws(DepotError) {
         self.store = store
@@ -140,18 +140,28 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         }
     }
 
-    /// Shows the rows as they are now, as a change from an empty snapshot. Used to
-    /// reveal results held back by `.networkOnly` until the network answered.
-    func reveal() {
+    /// Fetches now, synchronously, and delivers what changed since the last
+    /// snapshot; observation goes on from there. Changes arrive on their own
+    /// shortly after each commit, so call this only when the next line needs the
+    /// rows a commit just wrote, as a command-line tool that prints and exits does.
+    ///
+    /// It also reveals results that `.networkOnly` held back.
+    public func performFetch() throws(DepotError) {
         let rows: [Record]
         do {
             rows = try Self.read(store, fetch)
         } catch {
-            return fail(error)
+            fail(error)
+            throw error
         }
         let (next, changes) = refresh(rows, snapshot)
         if !changes.isEmpty { deliver(next, changes: changes) }
         observe(from: next)
+    }
+
+    /// Shows the rows held back by `.networkOnly`, now that the network answered.
+    func reveal() {
+        try? performFetch()
     }
 
     private func deliver(_ next: ResultsSnapshot<Record>, changes: ResultsChangeSet) {
