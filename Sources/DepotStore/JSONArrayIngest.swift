@@ -157,8 +157,11 @@ enum JSONArraySplitter {
 
 /// A small bounded hand-off between one producer thread and one consumer thread.
 ///
-/// `@unchecked Sendable`: every stored property is read and written only while
-/// `condition` is locked.
+/// `@unchecked Sendable` is sound: `capacity` and `condition` are constants, and
+/// the mutable state (`items`, `closed`, `producerDone`) is read and written only
+/// between `condition.lock()` and `condition.unlock()` in `put`, `take` and
+/// `closeAndDrain`; nothing else touches it. (`Mutex` cannot be used: the two
+/// sides must wait on a condition while the lock is released.)
 final class ChunkPipe<Chunk>: @unchecked Sendable {
     private let condition = NSCondition()
     private var items: [Result<Chunk, any Error>?] = []

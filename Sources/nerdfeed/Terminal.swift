@@ -4,27 +4,26 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import Synchronization
 
 /// The terminal in raw mode on the alternate screen, and the keys typed into it.
-///
-/// `@unchecked Sendable`: `original` is written once in `init` and read in
-/// `restore()`, which the caller runs once, after the key reader has stopped
-/// mattering; the key thread only reads file descriptor 0.
-final class Terminal: @unchecked Sendable {
+final class Terminal: Sendable {
     enum Key: Equatable, Sendable {
         case character(Character)
         case up, down, enter, tab, escape
     }
 
-    private var original = termios()
-    private var restored = false
+    /// The settings to restore, until they are restored.
+    private let original: Mutex<termios?>
 
     /// Whether standard input and output are a terminal.
     static var isInteractive: Bool { isatty(0) == 1 && isatty(1) == 1 }
 
     init() {
-        tcgetattr(0, &original)
-        var raw = original
+        var saved = termios()
+        tcgetattr(0, &saved)
+        original = Mutex(saved)
+        var raw = saved
         raw.c_lflag &= ~tcflag_t(ECHO | ICANON)
         withUnsafeMutableBytes(of: &raw.c_cc) { bytes in
             bytes[Int(VMIN)] = 1
@@ -36,10 +35,9 @@ final class Terminal: @unchecked Sendable {
 
     /// Leaves raw mode and the alternate screen.
     func restore() {
-        guard !restored else { return }
-        restored = true
+        guard var saved = original.withLock({ $0.take() }) else { return }
         write("\u{1B}[?25h\u{1B}[?1049l")
-        tcsetattr(0, TCSANOW, &original)
+        tcsetattr(0, TCSANOW, &saved)
     }
 
     /// The terminal's size, or 80×24 when it cannot tell.

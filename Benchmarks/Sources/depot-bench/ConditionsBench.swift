@@ -1,6 +1,7 @@
 import Depot
 import DepotTesting
 import Foundation
+import Synchronization
 
 /// 200 mixed operations (100 × 50 KB low-priority images, 100 × 2 KB normal
 /// JSON, interleaved) on three simulated links, with Depot's adaptive defaults
@@ -132,14 +133,12 @@ enum ConditionsBench {
 }
 
 /// A tiny lock box for the benchmark's bookkeeping.
-final class Locked<Value: Sendable>: @unchecked Sendable {
-    // @unchecked: every access goes through `lock`.
-    private let lock = NSLock()
-    private var stored: Value
-    init(_ value: Value) { stored = value }
+final class Locked<Value: Sendable>: Sendable {
+    private let stored: Mutex<Value>
+    init(_ value: Value) { stored = Mutex(value) }
     var value: Value {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
     }
 }
 

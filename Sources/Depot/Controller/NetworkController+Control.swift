@@ -1,0 +1,117 @@
+import Foundation
+
+/// Central control: cancelling, pausing, the concurrency limit, and what is going on.
+extension NetworkController {
+    // MARK: - Central control
+
+    func cancel(_ id: Ticket.ID) {
+        change { $0.cancel(id) }
+    }
+
+    /// Cancels every queued, waiting and running operation in `category`.
+    public func cancel(category: OperationCategory) {
+        change { $0.cancel(category: category) }
+    }
+
+    /// Cancels every operation.
+    public func cancelAll() {
+        change { $0.cancelAll() }
+    }
+
+    /// Stops starting operations in `category`. Running ones go on.
+    public func pause(category: OperationCategory) {
+        let now = timebase.now()
+        let effects = state.withLock { state in
+            state.conditions.userPaused.insert(category)
+            return apply(state.scheduler.pause(category: category), in: &state, at: now)
+        }
+        perform(effects)
+    }
+
+    /// Lets operations in `category` start again.
+    /// A category that a quality rule paused stays paused until the network recovers.
+    public func resume(category: OperationCategory) {
+        let now = timebase.now()
+        let effects = state.withLock { state -> [Effect] in
+            state.conditions.userPaused.remove(category)
+            guard !state.conditions.rulePaused.contains(category) else { return [] }
+            return apply(state.scheduler.resume(category: category), in: &state, at: now)
+        }
+        perform(effects)
+    }
+
+    /// The categories currently paused.
+    public var pausedCategories: Set<OperationCategory> {
+        state.withLock { $0.scheduler.paused }
+    }
+
+    /// How many transfers may run at once. Lowering it stops nothing that runs;
+    /// raising it starts queued work at once. Setting it replaces the concurrency
+    /// policy with a fixed limit (offline still holds everything back).
+    public var concurrencyLimit: Int {
+        get { state.withLock { $0.scheduler.limit } }
+        set {
+            let now = timebase.now()
+            let effects = state.withLock { state in
+                state.conditions.policy = .fixed(newValue)
+                return applyEffectiveLimit(in: &state, at: now)
+            }
+            perform(effects)
+        }
+    }
+
+    /// How much work is waiting and running, for a status line.
+    public struct Activity: Sendable, Hashable {
+        /// Transfers waiting to start.
+        public var queued: Int
+        /// Transfers running.
+        public var running: Int
+        /// Operations waiting for their dependencies.
+        public var blocked: Int
+        /// The concurrency limit.
+        public var limit: Int
+        /// Running transfers sleeping before a retry.
+        public var backingOff: Int
+
+        /// Makes an activity summary (for previews and tests).
+        public init(queued: Int, running: Int, blocked: Int, limit: Int, backingOff: Int = 0) {
+            self.queued = queued
+            self.running = running
+            self.blocked = blocked
+            self.limit = limit
+            self.backingOff = backingOff
+        }
+    }
+
+    /// How much work is waiting and running now.
+    public var activity: Activity {
+        state.withLock { state in
+            let scheduler = state.scheduler
+            let inJobs = state.records.keys.filter { scheduler.job(of: $0) != nil }.count
+            return Activity(
+                queued: scheduler.queuedJobCount,
+                running: scheduler.runningJobCount,
+                blocked: state.records.count - inJobs,
+                limit: scheduler.limit,
+                backingOff: state.conditions.backingOff
+            )
+        }
+    }
+
+    /// Everything that happens to operations from now on, as an asynchronous sequence.
+    ///
+    /// Each access starts a new subscription; events before it are not replayed.
+    /// The sequence ends when the controller shuts down.
+    public var events: AsyncStream<NetworkEvent> {
+        hub.subscribe()
+    }
+
+    func change(_ body: (inout Scheduler) -> [Scheduler.Action]) {
+        let now = timebase.now()
+        let effects = state.withLock { state in
+            let actions = body(&state.scheduler)
+            return apply(actions, in: &state, at: now)
+        }
+        perform(effects)
+    }
+}

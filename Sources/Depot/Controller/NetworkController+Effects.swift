@@ -1,0 +1,240 @@
+import Foundation
+import Logging
+
+/// Applying the scheduler's actions: effects computed under the lock, then
+/// performed outside it (see ARCHITECTURE.md, "the lock rule").
+extension NetworkController {
+    // MARK: - Applying the scheduler's actions
+
+    func apply(_ actions: [Scheduler.Action], in state: inout State, at now: Duration, result: JobResult? = nil, immediate: Ticket.ID? = nil) -> [Effect] {
+        var effects: [Effect] = []
+        var resolved: [Ticket.ID: Ticket] = [:]
+        for action in actions {
+            switch action {
+            case .start(let job):
+                state.launching += 1
+                // The job runs the operation of its first ticket still waiting (they share type and key).
+                let waiters = state.scheduler.waiters(of: job)
+                let records = state.records
+                guard let record = records[job] ?? waiters.lazy.compactMap({ records[$0] }).first else { continue }
+                for waiter in waiters {
+                    guard let name = state.records[waiter]?.ticket.operationName else { continue }
+                    state.conditions.droppable.remove(waiter)
+                    configuration.trace?.started(waiter, at: now)
+                    effects.append(.emit(event(waiter, name, .started(attempt: 1), at: now)))
+                }
+                // Launched after the events above are emitted, so a job's own events
+                // (progress, finished) can never overtake its enqueued and started events.
+                effects.append(.launch(job, record.runner, immediately: job == immediate))
+            case .abort(let job):
+                if let task = state.tasks[job] {
+                    effects.append(.cancel(task))
+                } else {
+                    state.abortedBeforeLaunch.insert(job)
+                }
+            case .resolve(_, let tickets, let outcome):
+                let jobResult = result?.result ?? .failure(DepotError(.cancelled))
+                for id in tickets {
+                    guard let record = state.records.removeValue(forKey: id) else { continue }
+                    var finished: NetworkEvent.Finished?
+                    if outcome == .succeeded, let result {
+                        finished = NetworkEvent.Finished(status: result.status ?? 0, bytes: result.sample?.bytes ?? 0, duration: now - record.enqueuedAt, sample: result.sample)
+                    }
+                    effects += resolve(record, jobResult, outcome: outcome, at: now, finished: finished, in: &state)
+                    resolved[id] = record.ticket
+                }
+            case .cancelled(let id):
+                guard let record = state.records.removeValue(forKey: id) else { continue }
+                effects += resolve(record, .failure(DepotError(.cancelled, operation: record.ticket.operationName)), outcome: .cancelled, at: now, in: &state)
+                resolved[id] = record.ticket
+            case .dependencyFailed(let id, let cause):
+                guard let record = state.records.removeValue(forKey: id) else { continue }
+                // The scheduler settles dependents in the same batch that resolves their cause.
+                let causeError = resolved[cause]?.state.withLock { $0.failure } ?? DepotError(.cancelled)
+                let error = DepotError(.dependencyFailed, operation: record.ticket.operationName, underlying: causeError)
+                effects += resolve(record, .failure(error), outcome: .failed, at: now, in: &state)
+                resolved[id] = record.ticket
+            case .coalesced(let id, let job):
+                guard let record = state.records[id] else { continue }
+                effects.append(.emit(event(id, record.ticket.operationName, .coalesced(into: job), at: now)))
+            case .promoted(let job, let from, let to):
+                for waiter in state.scheduler.waiters(of: job) {
+                    guard let record = state.records[waiter] else { continue }
+                    effects.append(.emit(event(waiter, record.ticket.operationName, .promoted(from: from, to: to), at: now)))
+                }
+            }
+        }
+        if state.scheduler.isIdle && state.tasks.isEmpty && state.launching == 0 && !state.idleWaiters.isEmpty {
+            effects += state.idleWaiters.values.map(Effect.resume)
+            state.idleWaiters.removeAll()
+        }
+        return effects
+    }
+
+    func resolve(
+        _ record: TicketRecord,
+        _ result: Swift.Result<any Sendable, DepotError>,
+        outcome: Scheduler.Outcome,
+        at now: Duration,
+        finished: NetworkEvent.Finished? = nil,
+        counted: Bool = true,
+        in state: inout State
+    ) -> [Effect] {
+        let ticket = record.ticket
+        var effects: [Effect] = []
+        state.conditions.droppable.remove(ticket.id)
+        if let trace = configuration.trace {
+            switch result {
+            case .success: trace.finished(ticket.id, at: now, bytes: finished?.bytes ?? 0, outcome: .succeeded)
+            case .failure(let error):
+                trace.finished(ticket.id, at: now, bytes: 0, outcome: error.code == .cancelled || outcome == .cancelled ? .cancelled : .failed(error.code))
+            }
+        }
+        let logsDebug = configuration.logger.logLevel <= .debug
+        let metadata: Logger.Metadata = logsDebug ? ["depot.ticket": "\(ticket.id)", "depot.operation": "\(ticket.operationName)"] : [:]
+        switch result {
+        case .success:
+            ticket.resolve(.succeeded, failure: nil)
+            let finished = finished ?? NetworkEvent.Finished(status: 0, bytes: 0, duration: now - record.enqueuedAt, sample: nil)
+            effects.append(.emit(event(ticket.id, ticket.operationName, .finished(finished), at: now)))
+            if logsDebug {
+                effects.append(.log(.debug, "finished", metadata.merging([
+                    "http.status": "\(finished.status)", "depot.bytes": "\(finished.bytes)", "depot.duration_ms": "\(finished.duration.milliseconds)",
+                ]) { $1 }))
+            }
+            if counted { state.report?.finished += 1 }
+        case .failure(let error):
+            let named = error.named(ticket.operationName)
+            if named.code == .cancelled || outcome == .cancelled {
+                ticket.resolve(.cancelled, failure: named)
+                effects.append(.emit(event(ticket.id, ticket.operationName, .cancelled, at: now)))
+                if logsDebug { effects.append(.log(.debug, "cancelled", metadata)) }
+                if counted { state.report?.cancelled += 1 }
+            } else {
+                ticket.resolve(.failed, failure: named)
+                effects.append(.emit(event(ticket.id, ticket.operationName, .failed(named), at: now)))
+                if logsDebug { effects.append(.log(.debug, "failed", metadata.merging(["depot.error": "\(named)"]) { $1 })) }
+                if counted { state.report?.failed += 1 }
+            }
+        }
+        effects.append(.deliver(record.deliver, result.mapError { $0.named(ticket.operationName) }))
+        return effects
+    }
+
+    private func launch(_ job: Ticket.ID, _ runner: @escaping JobRunner, immediately: Bool) {
+        let environment = JobEnvironment(
+            job: job,
+            onProgress: { [weak self] progress in self?.reportProgress(job: job, progress) },
+            cancel: { [weak self] in self?.cancelJobTask(job) }
+        )
+        let work: @Sendable () async -> Void = { [weak self] in
+            let outcome = await runner(environment)
+            self?.jobEnded(job, outcome)
+        }
+        let task: Task<Void, Never>
+        if immediately, #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+            // `perform` callers are already in an async context: start the job on
+            // this thread instead of waking another one (saves a thread hop per request).
+            task = Task.immediate { await work() }
+        } else {
+            task = Task { await work() }
+        }
+        let (abortNow, idleWaiters) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
+            state.launching -= 1
+            var abort = false
+            if state.endedBeforeStored.remove(job) != nil {
+                // An immediate job can end before we get here; nothing to store.
+            } else if state.abortedBeforeLaunch.remove(job) != nil {
+                abort = true
+            } else {
+                state.tasks[job] = task
+            }
+            guard state.scheduler.isIdle && state.tasks.isEmpty && state.launching == 0 else { return (abort, []) }
+            defer { state.idleWaiters.removeAll() }
+            return (abort, Array(state.idleWaiters.values))
+        }
+        if abortNow { task.cancel() }
+        for waiter in idleWaiters { waiter.resume() }
+    }
+
+
+    /// Cancels a job's task without touching its tickets (a timeout: the job fails, it is not cancelled).
+    private func cancelJobTask(_ job: Ticket.ID) {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            if let task = state.tasks[job] { return task }
+            state.abortedBeforeLaunch.insert(job)
+            return nil
+        }
+        task?.cancel()
+    }
+
+    private func jobEnded(_ job: Ticket.ID, _ result: JobResult) {
+        let now = timebase.now()
+        let outcome: Scheduler.Outcome
+        switch result.result {
+        case .success: outcome = .succeeded
+        case .failure(let error): outcome = error.code == .cancelled ? .cancelled : .failed
+        }
+        let effects = state.withLock { state in
+            if state.tasks.removeValue(forKey: job) == nil { state.endedBeforeStored.insert(job) }
+            state.abortedBeforeLaunch.remove(job)
+            if result.waitsForNetwork, !state.isShutDown, case .failure(let error) = result.result {
+                // No network: back to the head of the queue, to run when it returns.
+                // The probe that found no network ends with it.
+                var effects: [Effect] = state.scheduler.waiters(of: job).compactMap { waiter in
+                    guard let name = state.records[waiter]?.ticket.operationName else { return nil }
+                    return .emit(event(waiter, name, .waitingForNetwork(error), at: now))
+                }
+                if state.conditions.isOffline { state.conditions.probing = false }
+                effects += applyEffectiveLimit(in: &state, at: now)
+                effects += apply(state.scheduler.requeue(job: job), in: &state, at: now)
+                return effects
+            }
+            var effects = apply(state.scheduler.finish(job: job, outcome: outcome), in: &state, at: now, result: result)
+            if state.scheduler.runningJobCount == 0, !state.conditions.rulePaused.isEmpty {
+                effects += apply(state.scheduler.trickle(from: state.conditions.rulePaused.subtracting(state.conditions.userPaused)), in: &state, at: now)
+            }
+            return effects
+        }
+        perform(effects)
+    }
+
+    private func reportProgress(job: Ticket.ID, _ progress: TransferProgress) {
+        let now = timebase.now()
+        let targets = state.withLock { state in
+            state.scheduler.waiters(of: job).compactMap { state.records[$0]?.ticket }
+        }
+        for ticket in targets { ticket.updateProgress(progress) }
+        // Progress is the most frequent event: build it only when someone listens.
+        guard hub.hasSubscribers || configuration.notificationCenter != nil else { return }
+        perform(targets.map { .emit(event($0.id, $0.operationName, .progress(progress), at: now)) })
+    }
+
+    func event(_ id: Ticket.ID, _ name: String, _ kind: NetworkEvent.Kind, at now: Duration) -> NetworkEvent {
+        NetworkEvent(time: now, ticket: id, operation: name, kind: kind)
+    }
+
+    func perform(_ effects: [Effect]) {
+        for effect in effects {
+            switch effect {
+            case .emit(let event):
+                hub.emit(event)
+                // Progress is too frequent for NotificationCenter; it stays on `events` and `Ticket.progress`.
+                if case .progress = event.kind { continue }
+                configuration.notificationCenter?.post(name: event.notificationName, object: self, userInfo: event.userInfo)
+            case .deliver(let deliver, let result):
+                deliver(result)
+            case .cancel(let task):
+                task.cancel()
+            case .launch(let job, let runner, let immediately):
+                launch(job, runner, immediately: immediately)
+            case .resume(let continuation):
+                continuation.resume()
+            case .log(let level, let message, let metadata):
+                configuration.logger.log(level: level, message, metadata: metadata)
+            case .startProbing:
+                startProbing()
+            }
+        }
+    }
+}
