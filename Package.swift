@@ -83,14 +83,23 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // What the example apps' command lines share (the terminal, the cache
+        // path, the transport). Internal: not a product.
+        .target(
+            name: "ExampleSupport",
+            dependencies: [
+                "Depot",
+                "DepotAsyncHTTPClient",
+            ]
+        ),
         .executableTarget(
             name: "nerdfeed",
             dependencies: [
                 "Depot",
                 "DepotStore",
-                "DepotAsyncHTTPClient",
                 "DemoServer",
                 "NerdfeedKit",
+                "ExampleSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -117,9 +126,15 @@ let package = Package(
             ],
             resources: [.copy("Fixtures")]
         ),
+        // Running the example executables from tests: posix_spawn and tmux.
+        .target(
+            name: "CLITestSupport",
+            path: "Tests/CLITestSupport"
+        ),
         .testTarget(
             name: "NerdfeedTests",
             dependencies: [
+                "CLITestSupport",
                 "NerdfeedKit",
                 "Depot",
                 "DepotStore",

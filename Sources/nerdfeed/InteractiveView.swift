@@ -1,5 +1,6 @@
 import Depot
 import DepotStore
+import ExampleSupport
 import Foundation
 import NerdfeedKit
 

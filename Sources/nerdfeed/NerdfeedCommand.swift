@@ -6,8 +6,8 @@
 import ArgumentParser
 import DemoServer
 import Depot
-import DepotAsyncHTTPClient
 import DepotStore
+import ExampleSupport
 import Foundation
 import NerdfeedKit
 
@@ -47,7 +47,7 @@ struct NerdfeedCommand: AsyncParsableCommand {
 
     @MainActor
     mutating func run() async throws {
-        let cacheFile = try Self.cacheFile(cache)
+        let cacheFile = try ExampleSupport.cacheFile(app: "nerdfeed", path: cache)
         let store = try Store(path: cacheFile.path, migrator: NerdfeedSchema.migrator)
 
         // Where to read from: the given URLs, or the embedded server.
@@ -76,12 +76,7 @@ struct NerdfeedCommand: AsyncParsableCommand {
             // No request will be made: skip starting an HTTP client at all.
             transport = FileTransport()
         } else {
-            #if os(Linux)
-            // On Linux, AsyncHTTPClient is the faster transport (BENCHMARKS.md).
-            transport = AsyncHTTPClientTransport()
-            #else
-            transport = URLSessionTransport()
-            #endif
+            transport = ExampleSupport.liveTransport()
         }
         var configuration = NetworkController.Configuration(baseURL: songsURL, transport: transport, notificationCenter: nil)
         configuration.store = store
@@ -123,20 +118,5 @@ struct NerdfeedCommand: AsyncParsableCommand {
         if items.isEmpty { lines.append("(no items)") }
         lines.append("-- " + NerdfeedPresentation.statusLine(app.feedStatus.state, offlineMode: offline, now: now))
         FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
-    }
-
-    /// The cache file, its folder created: `--cache`, or the XDG cache folder.
-    static func cacheFile(_ path: String?) throws -> URL {
-        let file: URL
-        if let path {
-            file = URL(fileURLWithPath: path)
-        } else {
-            let environment = ProcessInfo.processInfo.environment
-            let base = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
-                ?? FileManager.default.homeDirectoryForCurrentUser.appending(path: ".cache")
-            file = base.appending(path: "nerdfeed/cache.sqlite")
-        }
-        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        return file
     }
 }

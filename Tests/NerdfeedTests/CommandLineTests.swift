@@ -1,3 +1,4 @@
+import CLITestSupport
 import DemoServer
 import Foundation
 #if canImport(FoundationNetworking)
@@ -8,22 +9,9 @@ import Testing
 /// The `nerdfeed` executable, run as a user runs it.
 @Suite(.timeLimit(.minutes(2)))
 struct CommandLineTests {
-    /// The package's root, found from this file.
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    /// The built executable: `swift test` builds it with the tests.
-    static var executable: URL? {
-        let candidates = [".build/debug/nerdfeed", ".build/x86_64-unknown-linux-gnu/debug/nerdfeed", ".build/arm64-apple-macosx/debug/nerdfeed", ".build/aarch64-unknown-linux-gnu/debug/nerdfeed"]
-        return candidates.map { root.appending(path: $0) }.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }
-
     /// Runs nerdfeed with `arguments` and waits for it.
     static func nerdfeed(_ arguments: [String]) async throws -> ChildResult {
-        guard let executable = Self.executable else {
-            Issue.record("the nerdfeed executable is not built")
-            throw SpawnError(description: "the nerdfeed executable is not built")
-        }
-        return try await spawn(executable.path, arguments)
+        try await Executables.run("nerdfeed", arguments)
     }
 
     /// The item links and the status of a `--json` run.
@@ -33,16 +21,10 @@ struct CommandLineTests {
         return (items.compactMap { $0["link"] as? String }, object["status"] as? String ?? "")
     }
 
-    static func temporaryFolder() throws -> URL {
-        let folder = FileManager.default.temporaryDirectory.appending(path: "nerdfeed-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        return folder
-    }
-
     /// The issue's end-to-end test: sync from a live server, stop it, then read
     /// the same items offline, with an offline status.
     @Test func syncThenOfflineShowsTheSameItems() async throws {
-        let folder = try Self.temporaryFolder()
+        let folder = try Executables.temporaryFolder("nerdfeed-cli")
         defer { try? FileManager.default.removeItem(at: folder) }
         let cache = folder.appending(path: "cache.sqlite").path
 
@@ -70,7 +52,7 @@ struct CommandLineTests {
     }
 
     @Test func jsonListsItemsAndStatus() async throws {
-        let folder = try Self.temporaryFolder()
+        let folder = try Executables.temporaryFolder("nerdfeed-cli")
         defer { try? FileManager.default.removeItem(at: folder) }
         try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
             let run = try await Self.nerdfeed(["--json", "--feed", server.baseURL.appending(path: "forum/atom").absoluteString, "--songs", server.baseURL.absoluteString, "--cache", folder.appending(path: "c.sqlite").path])
@@ -85,7 +67,7 @@ struct CommandLineTests {
     }
 
     @Test func aFailingFeedKeepsTheLastGoodList() async throws {
-        let folder = try Self.temporaryFolder()
+        let folder = try Executables.temporaryFolder("nerdfeed-cli")
         defer { try? FileManager.default.removeItem(at: folder) }
         let cache = folder.appending(path: "cache.sqlite").path
         try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in

@@ -6,10 +6,13 @@ import Darwin
 import Foundation
 
 /// What a child process printed and how it ended.
-struct ChildResult: Sendable {
-    var status: Int32
-    var output: String
-    var error: String
+public struct ChildResult: Sendable {
+    /// The exit status, or 128 + the signal number.
+    public var status: Int32
+    /// Standard output.
+    public var output: String
+    /// Standard error.
+    public var error: String
 }
 
 /// Runs `path` with `arguments` to completion on a thread of its own and
@@ -20,7 +23,7 @@ struct ChildResult: Sendable {
 ///
 /// Output is read only when `capture` is true: a command that starts a daemon
 /// (tmux's server) would hand it our pipe, which would then never reach its end.
-func spawn(_ path: String, _ arguments: [String], capture: Bool = true) async throws -> ChildResult {
+public func spawn(_ path: String, _ arguments: [String], capture: Bool = true) async throws -> ChildResult {
     try await withCheckedThrowingContinuation { continuation in
         let thread = Thread {
             continuation.resume(with: Result { try spawnAndWait(path, arguments, capture: capture) })
@@ -29,8 +32,10 @@ func spawn(_ path: String, _ arguments: [String], capture: Bool = true) async th
     }
 }
 
-struct SpawnError: Error, CustomStringConvertible {
-    var description: String
+/// Why a child could not be run.
+public struct SpawnError: Error, CustomStringConvertible {
+    public var description: String
+    public init(description: String) { self.description = description }
 }
 
 private func spawnAndWait(_ path: String, _ arguments: [String], capture: Bool) throws -> ChildResult {

@@ -1,0 +1,33 @@
+import Depot
+import DepotAsyncHTTPClient
+import Foundation
+
+/// What the example apps' command-line front ends share: where their cache
+/// lives and which transport they use.
+public enum ExampleSupport {
+    /// The cache file, its folder created: `path` when given, otherwise
+    /// `$XDG_CACHE_HOME/<app>/cache.sqlite` or `~/.cache/<app>/cache.sqlite`.
+    public static func cacheFile(app: String, path: String?) throws -> URL {
+        let file: URL
+        if let path {
+            file = URL(fileURLWithPath: path)
+        } else {
+            let environment = ProcessInfo.processInfo.environment
+            let base = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+                ?? FileManager.default.homeDirectoryForCurrentUser.appending(path: ".cache")
+            file = base.appending(path: "\(app)/cache.sqlite")
+        }
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        return file
+    }
+
+    /// The transport for live runs: AsyncHTTPClient on Linux, where it is the
+    /// faster one (BENCHMARKS.md), URLSession elsewhere.
+    public static func liveTransport() -> any Transport {
+        #if os(Linux)
+        AsyncHTTPClientTransport()
+        #else
+        URLSessionTransport()
+        #endif
+    }
+}
