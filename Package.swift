@@ -11,8 +11,10 @@ let package = Package(
         .library(name: "DepotTesting", targets: ["DepotTesting"]),
         .library(name: "DemoServer", targets: ["DemoServer"]),
         .library(name: "NerdfeedKit", targets: ["NerdfeedKit"]),
+        .library(name: "TimelineKit", targets: ["TimelineKit"]),
         .executable(name: "depot-server", targets: ["depot-server"]),
         .executable(name: "nerdfeed", targets: ["nerdfeed"]),
+        .executable(name: "timeline", targets: ["timeline"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -68,11 +70,23 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Fixed-width text for the example apps (no dependencies). Internal.
+        .target(name: "TextLayout"),
         .target(
             name: "NerdfeedKit",
             dependencies: [
                 "Depot",
                 "DepotStore",
+                "TextLayout",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        .target(
+            name: "TimelineKit",
+            dependencies: [
+                "Depot",
+                "DepotStore",
+                "TextLayout",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -89,6 +103,7 @@ let package = Package(
             name: "ExampleSupport",
             dependencies: [
                 "Depot",
+                "TextLayout",
                 "DepotAsyncHTTPClient",
             ]
         ),
@@ -126,6 +141,18 @@ let package = Package(
             ],
             resources: [.copy("Fixtures")]
         ),
+        .executableTarget(
+            name: "timeline",
+            dependencies: [
+                "Depot",
+                "DepotStore",
+                "DemoServer",
+                "TimelineKit",
+                "ExampleSupport",
+                "TextLayout",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         // Running the example executables from tests: posix_spawn and tmux.
         .target(
             name: "CLITestSupport",
@@ -144,6 +171,19 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "TimelineTests",
+            dependencies: [
+                "CLITestSupport",
+                "TimelineKit",
+                "Depot",
+                "DepotStore",
+                "DepotTesting",
+                "DemoServer",
+                "DepotAsyncHTTPClient",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .testTarget(
             name: "DemoServerTests",

@@ -210,6 +210,10 @@ final class ServerState: Sendable {
     let crossOriginHeaders = Mutex<[String: String]?>(nil)
     let stopping = Mutex(false)
     private let link: Mutex<(global: NetworkConditions, routes: [String: NetworkConditions], random: SplitMix64)>
+    /// Responses still to drop after handling, by route path ("" for any path).
+    private let drops = Mutex<[String: Int]>([:])
+    /// Server time until which the shaped link is busy sending booked chunks.
+    private let linkBusyUntil = Mutex(Duration.zero)
     private let elapsedNow: @Sendable () -> Duration
     private let sleeper: @Sendable (Duration) async throws -> Void
 
@@ -237,6 +241,33 @@ final class ServerState: Sendable {
             } else {
                 link.global = link.global.overridden(by: request.conditions)
             }
+        }
+        drops.withLock { drops in
+            if request.reset == true { drops = [:] }
+            if let count = request.dropResponses { drops[request.route ?? ""] = count }
+        }
+    }
+
+    /// Books `transmission` on the shared link and returns how long to wait, from
+    /// now, until that much has gone out: after everything booked before it.
+    func reserveLink(for transmission: Duration) -> Duration {
+        let now = elapsed
+        return linkBusyUntil.withLock { busyUntil in
+            busyUntil = max(busyUntil, now) + transmission
+            return busyUntil - now
+        }
+    }
+
+    /// Whether the response to this request must be dropped; counts it if so.
+    func takeDroppedResponse(for path: String) -> Bool {
+        drops.withLock { drops in
+            for key in [path, ""] {
+                if let left = drops[key], left > 0 {
+                    drops[key] = left - 1
+                    return true
+                }
+            }
+            return false
         }
     }
 

@@ -10,6 +10,7 @@ import Synchronization
 /// curl -X POST localhost:8080/_control -d '{"latencyMs": 300, "bandwidthKbps": 400}'
 /// curl -X POST localhost:8080/_control -d '{"route": "/forum/rss", "failRate": 1}'
 /// curl -X POST localhost:8080/_control -d '{"offline": true}'
+/// curl -X POST localhost:8080/_control -d '{"route": "/posts", "dropResponses": 1}'
 /// curl -X POST localhost:8080/_control -d '{"reset": true}'
 /// ```
 public struct NetworkConditions: Codable, Sendable, Hashable {
@@ -52,6 +53,10 @@ struct ControlRequest: Codable {
     var bandwidthKbps: Int?
     var failRate: Double?
     var offline: Bool?
+    /// The next this many requests (on `route`, or on any path) are handled,
+    /// effects and all, and then their connection is closed instead of
+    /// answering: the "did my POST go through?" case.
+    var dropResponses: Int?
     var reset: Bool?
 
     var conditions: NetworkConditions {
@@ -105,6 +110,10 @@ struct ConditionsMiddleware: RouterMiddleware {
             return FaultRoutes.text(.serviceUnavailable, "simulated failure")
         }
         var response = try await next(request, context)
+        if state.takeDroppedResponse(for: path) {
+            context.channel.close(mode: .all, promise: nil)
+            throw DeliberateReset()
+        }
         if let kbps = conditions.bandwidthKbps, kbps > 0 {
             response = await Self.paced(response, kbps: kbps, state: state)
         }
@@ -112,7 +121,9 @@ struct ConditionsMiddleware: RouterMiddleware {
     }
 
     /// Re-sends a response body in paced chunks. Bodies are collected first (the
-    /// demo routes are small), so the plan knows the size.
+    /// demo routes are small), so the plan knows the size. Concurrent responses
+    /// share the bandwidth, as they would share a real link: four downloads at
+    /// 120 kbit/s each get a quarter of it.
     static func paced(_ response: Response, kbps: Int, state: ServerState) async -> Response {
         let collector = BodyCollector()
         try? await response.body.write(collector)
@@ -123,7 +134,8 @@ struct ConditionsMiddleware: RouterMiddleware {
         response.body = .init(contentLength: body.readableBytes) { writer in
             var offset = 0
             for (size, delay) in zip(plan.chunks, plan.delays) {
-                try await state.sleep(for: delay)
+                // One link for every connection: each chunk waits for its turn on it.
+                try await state.sleep(for: state.reserveLink(for: delay))
                 try await writer.write(body.getSlice(at: offset, length: size)!)
                 offset += size
             }
@@ -151,6 +163,9 @@ enum ControlRoutes {
             let data = try await request.body.collect(upTo: 64 * 1024)
             guard let control = try? JSONDecoder().decode(ControlRequest.self, from: data) else {
                 return FaultRoutes.text(.unprocessableContent, "expected JSON like {\"route\": \"/forum/rss\", \"latencyMs\": 200}")
+            }
+            if let drops = control.dropResponses, drops < 0 {
+                return FaultRoutes.text(.unprocessableContent, "dropResponses must not be negative")
             }
             if let rate = control.failRate, !(0...1).contains(rate) {
                 return FaultRoutes.text(.unprocessableContent, "failRate must be between 0 and 1")

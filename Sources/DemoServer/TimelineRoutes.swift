@@ -22,7 +22,7 @@ enum TimelineRoutes {
 
     static func add(to router: Router<DemoRequestContext>, state: ServerState) {
         var random = SplitMix64(seed: state.configuration.seed &+ 7)
-        let authors = ["joeconway", "aaronh", "bnr_student", "swiftling", "feedreader42", "mainactor"]
+        let authors = ["joeconway", "aaronh", "bnr_student", "swiftling", "feedreader42", "mainactor", "kmackenzie", "mikew", "offline_first", "tunnelrat", "retry_after", "sendable"]
         let lines = ["Shipped it.", "Who else is offline right now?", "The timeline loads before the avatars. As it should.", "Retry-After: 30", "Cache first, ask later.", "Posting from the tunnel."]
         let initial = (1...30).map { id -> Post in
             let author = Int(random.next() % UInt64(authors.count))

@@ -1,6 +1,7 @@
 import Depot
 import DepotStore
 import Foundation
+import TextLayout
 
 /// How the reader shows its items, songs and status as text: the pure part of
 /// the terminal view, shared by the interactive screen, `--once` and `--json`.
@@ -14,34 +15,17 @@ import Foundation
 public enum NerdfeedPresentation {
     /// A short relative time: "just now", "5 min ago", "3 h ago", "2 d ago".
     public static func relative(_ date: Date?, now: Date) -> String {
-        guard let date else { return "" }
-        let seconds = max(0, now.timeIntervalSince(date))
-        switch seconds {
-        case ..<45: return "just now"
-        case ..<3_600: return "\(max(1, Int(seconds / 60))) min ago"
-        case ..<86_400: return "\(Int(seconds / 3_600)) h ago"
-        default: return "\(Int(seconds / 86_400)) d ago"
-        }
+        SyncStatus.State.relative(date, now: now)
     }
 
     /// The clock time of `date` ("14:02"), in `timeZone`.
     public static func clockTime(_ date: Date, timeZone: TimeZone = .current) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
-        let parts = calendar.dateComponents([.hour, .minute], from: date)
-        return String(format: "%02d:%02d", parts.hour ?? 0, parts.minute ?? 0)
+        SyncStatus.State.clockTime(date, timeZone: timeZone)
     }
 
     /// The status line: "syncing…", "last synced 2 min ago", or
-    /// "offline — showing cached data from 14:02", then the network's state.
-    ///
-    /// - Parameters:
-    ///   - state: The sync status.
-    ///   - offlineMode: The app was asked not to use the network.
-    ///   - quality: The connection quality, when the controller has measured it.
-    ///   - activity: The controller's queue, for "2 queued, 1 running".
-    ///   - now: The current time.
-    ///   - timeZone: For clock times.
+    /// "offline — showing cached data from 14:02", then the network's state;
+    /// see `SyncStatus.State.summary(now:offlineMode:quality:activity:timeZone:)`.
     public static func statusLine(
         _ state: SyncStatus.State,
         offlineMode: Bool = false,
@@ -50,28 +34,7 @@ public enum NerdfeedPresentation {
         now: Date,
         timeZone: TimeZone = .current
     ) -> String {
-        let cachedFrom = state.lastSynced.map { " from \(clockTime($0, timeZone: timeZone))" } ?? ""
-        var line: String
-        if offlineMode {
-            line = state.lastSynced == nil ? "offline — nothing cached yet" : "offline — showing cached data\(cachedFrom)"
-        } else if let error = state.lastError, error.code == .offline || quality == .offline {
-            line = "offline — showing cached data\(cachedFrom)"
-            if state.isSyncing { line += " (waiting for the network)" }
-        } else if state.isSyncing {
-            line = "syncing…"
-        } else if let error = state.lastError {
-            line = "sync failed: \(error.message)"
-            if state.lastSynced != nil { line += " — showing data\(cachedFrom)" }
-        } else if let synced = state.lastSynced {
-            line = "last synced \(relative(synced, now: now))"
-        } else {
-            line = "not synced yet"
-        }
-        if let quality, !offlineMode { line += " · network \(quality)" }
-        if let activity, !offlineMode, activity.queued + activity.running > 0 {
-            line += " · \(activity.queued) queued, \(activity.running) running"
-        }
-        return line
+        state.summary(now: now, offlineMode: offlineMode, quality: quality, activity: activity, timeZone: timeZone)
     }
 
     /// One list row: read mark, title, then author and age, fitted to `width`.
@@ -92,17 +55,12 @@ public enum NerdfeedPresentation {
 
     /// A progress bar: `[#####.....] 50%`.
     public static func progressBar(_ fraction: Double, width: Int) -> String {
-        let inner = max(4, width - 7)
-        let filled = Int((min(1, max(0, fraction)) * Double(inner)).rounded())
-        return "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: inner - filled) + "] " + String(format: "%3d%%", Int(fraction * 100))
+        TextLayout.progressBar(fraction, width: width)
     }
 
     /// Pads or truncates `text` so that `text + trailer` is exactly `width` characters.
     public static func fit(_ text: String, trailer: String, width: Int) -> String {
-        let room = max(1, width - trailer.count)
-        var head = text
-        if head.count > room { head = String(head.prefix(max(0, room - 1))) + "…" }
-        return head + String(repeating: " ", count: max(0, room - head.count)) + trailer
+        TextLayout.fit(text, trailer: trailer, width: width)
     }
 
     /// The list as JSON, for scripts.

@@ -64,6 +64,27 @@ import Testing
         }
     }
 
+    /// Two downloads at once share the link: 2 × 10 KB at 10 KB/s end at 2 s,
+    /// each 50 ms chunk in a slot of its own, not both at 1 s.
+    @Test func concurrentBodiesShareTheLink() async throws {
+        let clock = ManualClock()
+        try await DemoServer.withRunning(.init(clock: clock)) { server in
+            let set = try await control(server, #"{"bandwidthKbps": 80}"#)
+            #expect(set == 200)
+            let first = Task { try await get(server.url(for: .bytes(10_000))) }
+            let second = Task { try await get(server.url(for: .bytes(10_000))) }
+            var deadlines: [Duration] = []
+            for _ in 0..<40 {
+                await clock.sleepers(atLeast: 1)
+                if let deadline = clock.advanceToNextDeadline() { deadlines.append(deadline.offset) }
+            }
+            let bodies = (try await first.value.body, try await second.value.body)
+            #expect(bodies.0.utf8.count == 10_000 && bodies.1.utf8.count == 10_000)
+            #expect(deadlines.last == .seconds(2))
+            #expect(Set(deadlines).count == 40, "every chunk had a slot of its own")
+        }
+    }
+
     @Test func failRatePerRoute() async throws {
         try await DemoServer.withRunning { server in
             let value2 = try await control(server, #"{"route": "/forum/rss", "failRate": 1}"#)
@@ -110,6 +131,22 @@ import Testing
             let reset = try await control(server, #"{"reset": true, "latencyMs": 0}"#)
             #expect(set == 200 && reset == 200)
             #expect(server.currentConditions(for: "/forum/rss") == NetworkConditions(latencyMs: 0))
+        }
+    }
+
+    /// A dropped response: the handler runs (the effect happens), then the
+    /// connection closes without an answer; the next request is answered.
+    @Test func droppedResponsesAreHandledThenCut() async throws {
+        try await DemoServer.withRunning { server in
+            let set = try await control(server, #"{"route": "/forum/rss", "dropResponses": 1}"#)
+            #expect(set == 200)
+            await #expect(throws: (any Error).self) { _ = try await get(server.baseURL.appending(path: "forum/rss")) }
+            let next = try await get(server.baseURL.appending(path: "forum/rss")).status
+            let other = try await get(server.url(for: .empty)).status
+            #expect(next == 200)
+            #expect(other == 200, "other routes were never affected")
+            let negative = try await control(server, #"{"dropResponses": -1}"#)
+            #expect(negative == 422)
         }
     }
 

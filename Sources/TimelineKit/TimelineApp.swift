@@ -1,0 +1,209 @@
+import Depot
+import DepotStore
+import Foundation
+import Observation
+
+/// The Timeline example's model: the cached timeline with its avatars, the
+/// sync status, posting, and what the network is doing.
+///
+/// It shows the MVC-N talk's priorities at work. Refreshing the timeline is
+/// high priority; posting is very high and must finish (exit policy
+/// `.finish`); avatars are low priority, in the `images` category, and
+/// droppable. On a poor link the controller pauses images and drops queued
+/// avatars; the app asks for the missing ones again when images resume.
+///
+/// For example:
+///
+/// ```swift
+/// let app = try TimelineApp(controller: controller, autoRefresh: .seconds(30))
+/// app.post("Posting from the tunnel.")
+/// for await update in app.entries.updates() { render(update.snapshot) }
+/// let report = await app.shutdown(grace: .seconds(10))   // the post finishes, avatars are cancelled
+/// ```
+@MainActor
+@Observable
+public final class TimelineApp {
+    /// A post the user sent in this session, and how it went.
+    public struct SentPost: Sendable, Identifiable {
+        /// Where a sent post is.
+        public enum State: Sendable {
+            case sending
+            case sent(TimelinePost)
+            case failed(DepotError)
+        }
+
+        /// Whether it is still going out.
+        public var isSending: Bool {
+            if case .sending = state { return true }
+            return false
+        }
+
+        /// The operation's ticket.
+        public var id: Ticket.ID
+        /// The text.
+        public var text: String
+        /// The draft's idempotency key.
+        public var idempotencyKey: String
+        /// Where it is.
+        public var state: State
+    }
+
+    /// How a timeline client should measure its link: samples from 8 KB bodies,
+    /// two samples in a row to change class.
+    ///
+    /// The default (16 KB bodies, link samples of 64 KB, three in a row) suits
+    /// feeds and downloads. A timeline mostly moves 20 KB avatars three at a
+    /// time: on EDGE that is one 60 KB sample every 4 s, and images would be
+    /// paused only after about 19 s. With this, it takes about 9 s.
+    public static let monitorConfiguration = ConnectionMonitor.Configuration(minimumMeasurableBytes: 8 * 1024, samplesToChange: 2)
+
+    /// The controller all network work goes through.
+    public let controller: NetworkController
+    /// The cache.
+    public let store: Store
+    /// The timeline, newest first, each post with its avatar's state.
+    public let entries: ResultsController<TimelineEntry>
+    /// Whether the timeline is syncing, when it last synced, and its last error.
+    public let status: SyncStatus
+    /// The author of posts made here.
+    public let author: String
+    /// Posts sent in this session, oldest first.
+    public private(set) var sentPosts: [SentPost] = []
+    /// Operations queued, running and so on, as of the controller's last event.
+    public private(set) var activity: NetworkController.Activity
+
+    @ObservationIgnored private var avatarTickets: [String: Ticket] = [:]
+    @ObservationIgnored private var pendingDraft: (text: String, key: String)?
+    @ObservationIgnored private var postWaiters: [CheckedContinuation<Void, Never>] = []
+    @ObservationIgnored private var followers: [Task<Void, Never>] = []
+
+    /// Builds the model, shows the cached timeline, and starts a refresh and
+    /// the fetches of the avatars not cached yet.
+    ///
+    /// - Parameters:
+    ///   - controller: The controller; its configuration must have a `store`
+    ///     opened with ``TimelineSchema/migrator``.
+    ///   - author: The handle posts are made under.
+    ///   - autoRefresh: Refresh this often, and on reconnect; `nil` for manual refresh only.
+    /// - Throws: `.storage` if no store is configured or the first fetch from it fails.
+    public init(controller: NetworkController, author: String = "you", autoRefresh: Duration? = nil) throws(DepotError) {
+        guard let store = controller.store else {
+            throw DepotError(.storage, detail: "TimelineApp needs a store: set NetworkController.Configuration.store")
+        }
+        self.controller = controller
+        self.store = store
+        self.author = author
+        entries = try controller.results(for: TimelineEntry.newestFirst(), refreshing: FetchTimeline(), policy: .cacheThenNetwork)
+        guard let status = entries.syncStatus else {
+            throw DepotError(.storage, detail: "results came without a sync status")
+        }
+        self.status = status
+        activity = controller.activity
+        if let autoRefresh { status.autoRefresh(every: autoRefresh) }
+        follow()
+        requestMissingAvatars()
+    }
+
+    isolated deinit {
+        followers.forEach { $0.cancel() }
+    }
+
+    /// Refreshes the timeline; a refresh already running is joined.
+    public func refresh() async {
+        await status.refresh()
+    }
+
+    /// Posts `text`. Pressing again with the same text while the first is still
+    /// going out sends nothing new: the draft keeps its idempotency key, so the
+    /// second press joins the first request.
+    ///
+    /// - Returns: The post's ticket.
+    @discardableResult
+    public func post(_ text: String) -> Ticket {
+        let key: String
+        if let pendingDraft, pendingDraft.text == text {
+            key = pendingDraft.key
+        } else {
+            key = UUID().uuidString
+            pendingDraft = (text, key)
+        }
+        let operation = CreatePost(text: text, author: author, idempotencyKey: key)
+        let ticket = controller.enqueue(operation) { [weak self] result in
+            self?.finishPost(key: key, result: result)
+        }
+        sentPosts.append(SentPost(id: ticket.id, text: text, idempotencyKey: key, state: .sending))
+        return ticket
+    }
+
+    /// Waits until no post of this session is still sending.
+    public func waitForPosts() async {
+        while sentPosts.contains(where: \.isSending) {
+            await withCheckedContinuation { postWaiters.append($0) }
+        }
+    }
+
+    /// Quits through the controller's single decision point: the posts going
+    /// out get up to `grace` to finish, avatars and refreshes are cancelled.
+    /// Waits for every post's outcome before returning.
+    public func shutdown(grace: Duration) async -> ShutdownReport {
+        let report = await controller.shutdown(grace: grace)
+        await waitForPosts()
+        followers.forEach { $0.cancel() }
+        activity = controller.activity
+        return report
+    }
+
+    private func finishPost(key: String, result: Result<TimelinePost, DepotError>) {
+        if case .success = result, pendingDraft?.key == key { pendingDraft = nil }
+        for index in sentPosts.indices where sentPosts[index].idempotencyKey == key && sentPosts[index].isSending {
+            switch result {
+            case .success(let post): sentPosts[index].state = .sent(post)
+            case .failure(let error): sentPosts[index].state = .failed(error)
+            }
+        }
+        let waiters = postWaiters
+        postWaiters = []
+        waiters.forEach { $0.resume() }
+    }
+
+    /// Fetches the avatars of the listed posts that are neither cached nor
+    /// already asked for. Skipped while images are paused.
+    ///
+    /// The app calls this itself whenever the list changes and when images
+    /// resume; call it after ``ResultsController/performFetch()`` when you need
+    /// the avatars of rows fetched just now.
+    public func requestMissingAvatars() {
+        guard !controller.isShutDown, !controller.pausedCategories.contains(.images) else { return }
+        let missing = Set(entries.fetchedObjects.lazy.filter { !$0.hasAvatar }.map(\.avatar))
+        for path in missing.sorted() where avatarTickets[path] == nil {
+            avatarTickets[path] = controller.enqueue(FetchAvatar(path: path)) { [weak self] _ in
+                // Cached now, or dropped, cancelled or failed: either way ask again only when it is missing.
+                self?.avatarTickets[path] = nil
+            }
+        }
+    }
+
+    private func follow() {
+        let updates = entries.updates()
+        followers.append(Task { [weak self] in
+            for await _ in updates {
+                self?.requestMissingAvatars()
+            }
+        })
+        let events = controller.events
+        followers.append(Task { [weak self] in
+            for await event in events {
+                guard let self else { return }
+                switch event.kind {
+                case .progress:
+                    continue
+                case .categoryResumed(let category) where category == .images:
+                    self.requestMissingAvatars()
+                default:
+                    break
+                }
+                self.activity = self.controller.activity
+            }
+        })
+    }
+}

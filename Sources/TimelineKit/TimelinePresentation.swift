@@ -1,0 +1,53 @@
+import Depot
+import DepotStore
+import Foundation
+import TextLayout
+
+/// How the timeline, the network's state and the quit report read as text:
+/// the pure part of the `timeline` CLI, shared by its interactive view and `--once`.
+@MainActor
+public enum TimelinePresentation {
+    /// The network line: "link edge · network poor · limit 1 · 1 running, 4 queued · images paused".
+    public static func networkLine(link: LinkProfile?, quality: ConnectionQuality, limit: Int, activity: NetworkController.Activity, paused: Set<OperationCategory>) -> String {
+        var parts: [String] = []
+        if let link { parts.append("link \(link)") }
+        parts.append("network \(quality)")
+        parts.append("limit \(limit)")
+        parts.append("\(activity.running) running, \(activity.queued) queued")
+        if !paused.isEmpty { parts.append(paused.map(\.rawValue).sorted().joined(separator: ", ") + " paused") }
+        return parts.joined(separator: " · ")
+    }
+
+    /// One timeline row: the avatar's state (■ cached, □ not yet), the author and the text.
+    public static func entryLine(_ entry: TimelineEntry, width: Int) -> String {
+        TextLayout.fit("\(entry.hasAvatar ? "■" : "□") @\(entry.author)  \(entry.text)", trailer: "", width: width)
+    }
+
+    /// A sent post's line: "post "hello": sent as #31", "…: sending", or "…: failed — reason".
+    public static func sentLine(_ post: TimelineApp.SentPost) -> String {
+        let state: String
+        switch post.state {
+        case .sending: state = "sending…"
+        case .sent(let stored): state = "sent as #\(stored.id)"
+        case .failed(let error): state = "failed — \(error)"
+        }
+        return "post \"\(post.text)\": \(state)"
+    }
+
+    /// The whole timeline as printed by `--once`: the network line, the posts, the sync status.
+    public static func list(_ app: TimelineApp, width: Int, now: Date, link: LinkProfile?) -> [String] {
+        let estimate = app.controller.connectionEstimate
+        var lines = [networkLine(link: link, quality: estimate.quality, limit: estimate.concurrencyLimit, activity: app.controller.activity, paused: estimate.pausedCategories)]
+        let entries = app.entries.fetchedObjects
+        lines += entries.map { entryLine($0, width: width) }
+        if entries.isEmpty { lines.append("(no posts)") }
+        let avatars = entries.filter(\.hasAvatar).count
+        lines.append("-- \(app.status.state.summary(now: now, quality: estimate.quality)) · avatars \(avatars)/\(entries.count)")
+        return lines
+    }
+
+    /// What quitting did: each post of the session, then the controller's shutdown report.
+    public static func quitLines(_ app: TimelineApp, report: ShutdownReport) -> [String] {
+        app.sentPosts.map(sentLine) + [report.description]
+    }
+}

@@ -1,0 +1,136 @@
+// timeline: the MVC-N talk's Twitter-like app, built on Depot.
+//
+// The timeline comes first, posts must go out, avatars can wait. With no
+// --server it starts the embedded depot-server, shaped by --link, so a bad
+// network is one flag away.
+import ArgumentParser
+import DemoServer
+import Depot
+import DepotStore
+import ExampleSupport
+import Foundation
+import TextLayout
+import TimelineKit
+
+@main
+struct TimelineCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "timeline",
+        abstract: "Posts and avatars under a bad network: the MVC-N talk's timeline app, built on Depot.",
+        discussion: """
+            With no --server, it starts the embedded depot-server on 127.0.0.1 and shapes its link with --link.
+            Keys in the interactive view: r refresh, p write a post (⏎ sends, esc cancels), j/k scroll, q quit.
+            """)
+
+    @Option(help: "The link to simulate: fast, 3g, edge, offline, or KBPS,RTTMS such as 300,250.")
+    var link = "fast"
+
+    @Option(help: "A running depot-server to use instead of the embedded one (its link is set through /_control).")
+    var server: String?
+
+    @Option(help: "The cache file (default: $XDG_CACHE_HOME/timeline/cache.sqlite or ~/.cache/timeline/cache.sqlite).")
+    var cache: String?
+
+    @Option(help: "Write the session's waterfall chart (SVG) here at exit.")
+    var trace: String?
+
+    @Option(help: "Post this text, then quit at once: the post finishes within the grace period, avatars are cancelled.")
+    var post: String?
+
+    @Option(help: "Seconds that posts going out get to finish when quitting.")
+    var grace = 10
+
+    @Option(help: "The handle to post as.")
+    var author = "you"
+
+    @Flag(help: "Refresh, fetch the avatars, print the timeline and exit.")
+    var once = false
+
+    @Option(help: "Seconds between automatic refreshes in the interactive view.")
+    var refreshInterval = 30
+
+    @Option(help: "Avatar size in bytes on the embedded server.")
+    var avatarBytes = 20_000
+
+    @MainActor
+    mutating func run() async throws {
+        let profile: LinkProfile
+        do {
+            profile = try LinkProfile(link)
+        } catch {
+            throw ValidationError(error.description)
+        }
+        let store = try Store(path: ExampleSupport.cacheFile(app: "timeline", path: cache).path, migrator: TimelineSchema.migrator)
+
+        // The server: the given one, or the embedded one with the link applied.
+        var embedded: DemoServer?
+        let base: URL
+        if let server {
+            guard let url = URL(string: server), url.scheme != nil else { throw ValidationError("--server needs an absolute URL") }
+            base = url
+        } else if profile.isOffline {
+            // No server at all: connections are refused, as with no network.
+            base = URL(string: "http://127.0.0.1:9")!
+        } else {
+            var configuration = DemoServer.Configuration(port: 0, epoch: Date(), conditions: profile.conditions)
+            configuration.avatarBytes = avatarBytes
+            let started = try await DemoServer.start(configuration)
+            embedded = started
+            base = started.baseURL
+        }
+
+        let recorder = trace == nil ? nil : TraceRecorder()
+        var configuration = NetworkController.Configuration(baseURL: base, transport: ExampleSupport.liveTransport(), notificationCenter: nil)
+        configuration.store = store
+        configuration.trace = recorder
+        configuration.monitor = TimelineApp.monitorConfiguration
+        let controller = NetworkController(configuration: configuration)
+        if server != nil {
+            // An external depot-server is shaped through its control route.
+            _ = try await controller.perform(SetServerLink(profile: profile))
+        }
+
+        let app = try TimelineApp(controller: controller, author: author, autoRefresh: once || post != nil ? nil : .seconds(refreshInterval))
+        var output: [String] = []
+        if let post {
+            // Quit right after pressing send: the single decision point at exit.
+            app.post(post)
+        } else if once || !Terminal.isInteractive {
+            await app.refresh()
+            try app.entries.performFetch()
+            app.requestMissingAvatars()
+            await controller.waitUntilIdle()
+            try app.entries.performFetch()
+            output += TimelinePresentation.list(app, width: 100, now: Date(), link: profile)
+        } else {
+            await TimelineView(app: app, link: profile).run()
+        }
+        let report = await app.shutdown(grace: .seconds(grace))
+        output += TimelinePresentation.quitLines(app, report: report)
+        if let trace, let recorder {
+            try recorder.svg().write(to: URL(fileURLWithPath: trace), atomically: true, encoding: .utf8)
+            output.append("waterfall written to \(trace)")
+        }
+        FileHandle.standardOutput.write(Data((output.joined(separator: "\n") + "\n").utf8))
+        await embedded?.stop()
+        if app.sentPosts.contains(where: { if case .failed = $0.state { true } else { false } }) {
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// Sets an external depot-server's link (`POST _control`).
+struct SetServerLink: NetworkOperation {
+    typealias Output = Response
+    var profile: LinkProfile
+
+    var request: Depot.Request { .post("_control", json: profile.conditions) }
+    var priority: Priority { .veryHigh }
+}
+
+extension LinkProfile {
+    /// The depot-server conditions that make this link.
+    var conditions: NetworkConditions {
+        NetworkConditions(latencyMs: rttMs, bandwidthKbps: kbps, offline: isOffline)
+    }
+}

@@ -1,0 +1,114 @@
+import Depot
+import DepotStore
+import ExampleSupport
+import Foundation
+import TextLayout
+import TimelineKit
+
+/// The interactive terminal view. It reads only the app's results and
+/// statuses, and redraws when they or the controller report a change.
+@MainActor
+final class TimelineView {
+    enum Event {
+        case key(Terminal.Key)
+        case changed
+        case ended
+    }
+
+    private let app: TimelineApp
+    private let link: LinkProfile
+    private let connection: ConnectionStatus
+    private var top = 0
+    /// The post being written, while composing.
+    private var draft: String?
+
+    init(app: TimelineApp, link: LinkProfile) {
+        self.app = app
+        self.link = link
+        self.connection = ConnectionStatus(controller: app.controller)
+    }
+
+    /// Runs until q; the caller then shuts down.
+    func run() async {
+        let terminal = Terminal()
+        defer { terminal.restore() }
+        let (events, sink) = AsyncStream<Event>.makeStream()
+        let keys = terminal.keys()
+        let updates = app.entries.updates()
+        let status = app.status.updates()
+        let controllerEvents = app.controller.events
+        let feeders = [
+            Task { for await key in keys { sink.yield(.key(key)) }; sink.yield(.ended) },
+            Task { for await _ in updates { sink.yield(.changed) } },
+            Task { for await _ in status { sink.yield(.changed) } },
+            Task {
+                for await event in controllerEvents {
+                    if case .progress = event.kind { continue }
+                    sink.yield(.changed)
+                }
+            },
+        ]
+        defer { feeders.forEach { $0.cancel() } }
+
+        draw(terminal)
+        for await event in events {
+            switch event {
+            case .ended: return
+            case .changed: break
+            case .key(let key): if !handle(key) { return }
+            }
+            draw(terminal)
+        }
+    }
+
+    /// Returns `false` to quit.
+    private func handle(_ key: Terminal.Key) -> Bool {
+        if var text = draft {
+            switch key {
+            case .enter:
+                if !text.trimmingCharacters(in: .whitespaces).isEmpty { app.post(text) }
+                draft = nil
+            case .escape: draft = nil
+            case .backspace: if !text.isEmpty { text.removeLast() }; draft = text
+            case .character(let character): text.append(character); draft = text
+            default: break
+            }
+            return true
+        }
+        switch key {
+        case .character("q"): return false
+        case .character("r"): Task { await app.refresh() }
+        case .character("p"): draft = ""
+        case .character("j"), .down: top = min(top + 1, max(0, app.entries.fetchedObjects.count - 1))
+        case .character("k"), .up: top = max(top - 1, 0)
+        default: break
+        }
+        return true
+    }
+
+    private func draw(_ terminal: Terminal) {
+        let (width, height) = terminal.size
+        let now = Date()
+        let entries = app.entries.fetchedObjects
+        var lines = [
+            TextLayout.fit("Timeline (\(entries.count) posts, \(entries.filter(\.hasAvatar).count) avatars)", trailer: "", width: width),
+            TextLayout.fit(TimelinePresentation.networkLine(link: link, quality: connection.quality, limit: connection.concurrencyLimit, activity: app.activity, paused: connection.pausedCategories), trailer: "", width: width),
+            String(repeating: "─", count: width),
+        ]
+        let sent = app.sentPosts.suffix(2).map(TimelinePresentation.sentLine)
+        let listHeight = max(1, height - lines.count - 3 - sent.count)
+        top = min(top, max(0, entries.count - listHeight))
+        lines += entries.dropFirst(top).prefix(listHeight).map { TimelinePresentation.entryLine($0, width: width) }
+        if entries.isEmpty { lines.append(app.status.isSyncing ? "syncing…" : "(no posts cached yet)") }
+        while lines.count < height - 3 - sent.count { lines.append("") }
+        lines += sent.map { TextLayout.fit($0, trailer: "", width: width) }
+        lines.append(String(repeating: "─", count: width))
+        lines.append(TextLayout.fit(app.status.state.summary(now: now, quality: connection.quality), trailer: "", width: width))
+        if let draft {
+            lines.append(TextLayout.fit("post> \(draft)▏", trailer: "  ⏎ send · esc cancel", width: width))
+        } else {
+            lines.append(TextLayout.fit("r refresh · p post · j/k scroll · q quit", trailer: "", width: width))
+        }
+        terminal.draw(lines)
+    }
+}
