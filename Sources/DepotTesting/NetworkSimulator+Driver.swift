@@ -117,3 +117,23 @@ extension NetworkSimulator {
         return "\(open) open transfers (\(parked) waiting on the link), \(clockState)"
     }
 }
+
+extension NetworkSimulator {
+    /// The `settled` predicate for a controller that uses this simulator: time
+    /// may move when every running job either waits on a simulated transfer or
+    /// sleeps before a retry. A job that is parsing, writing its cache or
+    /// delivering its result keeps time still.
+    ///
+    /// For example:
+    ///
+    /// ```swift
+    /// try await simulator.run(until: { ticket.isFinished }, settled: simulator.settled(with: controller))
+    /// ```
+    public func settled(with controller: NetworkController) -> @Sendable () -> Bool {
+        { [weak self] in
+            guard let self else { return true }
+            let activity = controller.activity
+            return activity.running == self.openTransferCount + activity.backingOff
+        }
+    }
+}

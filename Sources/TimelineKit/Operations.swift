@@ -22,10 +22,17 @@ extension OperationCategory {
 public struct FetchTimeline: CachingOperation {
     /// How many posts to ask for (the server accepts 1 to 200).
     public var limit: Int
+    /// Wait for the network while offline (the default for GET), or fail at once.
+    public var offlineBehavior: OfflineBehavior
 
     /// Makes the operation for the newest `limit` posts.
-    public init(limit: Int = 50) {
+    ///
+    /// - Parameters:
+    ///   - limit: How many posts to ask for.
+    ///   - offlineBehavior: `.failFast` for a one-shot run that must not wait for the network.
+    public init(limit: Int = 50, offlineBehavior: OfflineBehavior = .waitForConnectivity) {
         self.limit = limit
+        self.offlineBehavior = offlineBehavior
     }
 
     /// `GET timeline?limit=N`.

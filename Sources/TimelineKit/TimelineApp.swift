@@ -55,7 +55,17 @@ public final class TimelineApp {
     /// feeds and downloads. A timeline mostly moves 20 KB avatars three at a
     /// time: on EDGE that is one 60 KB sample every 4 s, and images would be
     /// paused only after about 19 s. With this, it takes about 9 s.
-    public static let monitorConfiguration = ConnectionMonitor.Configuration(minimumMeasurableBytes: 8 * 1024, samplesToChange: 2)
+    nonisolated public static let monitorConfiguration = ConnectionMonitor.Configuration(minimumMeasurableBytes: 8 * 1024, samplesToChange: 2)
+
+    /// What a timeline client should hold back on a poor link: pause images,
+    /// drop nothing.
+    ///
+    /// Avatars are droppable, so the default rules would cancel the queued ones.
+    /// A timeline keeps them instead: paused work trickles out one at a time
+    /// while nothing else waits, and those transfers keep measuring the link,
+    /// so the app notices when it recovers (with every avatar dropped, nothing
+    /// would measure it).
+    nonisolated public static let qualityRules = QualityRules(threshold: .poor, pausedCategories: [.images], dropPriorityAtMost: nil)
 
     /// The controller all network work goes through.
     public let controller: NetworkController
@@ -73,27 +83,33 @@ public final class TimelineApp {
     public private(set) var activity: NetworkController.Activity
 
     @ObservationIgnored private var avatarTickets: [String: Ticket] = [:]
+    /// Avatars fetched in this session: the list may show a row without its
+    /// avatar for a moment after the fetch ended, and must not fetch it again.
+    @ObservationIgnored private var fetchedAvatars: Set<String> = []
+    @ObservationIgnored private var firstRefreshEnded = false
     @ObservationIgnored private var pendingDraft: (text: String, key: String)?
     @ObservationIgnored private var postWaiters: [CheckedContinuation<Void, Never>] = []
     @ObservationIgnored private var followers: [Task<Void, Never>] = []
 
-    /// Builds the model, shows the cached timeline, and starts a refresh and
-    /// the fetches of the avatars not cached yet.
+    /// Builds the model, shows the cached timeline, and starts a refresh; when
+    /// it ends, the avatars not cached yet are fetched.
     ///
     /// - Parameters:
     ///   - controller: The controller; its configuration must have a `store`
     ///     opened with ``TimelineSchema/migrator``.
     ///   - author: The handle posts are made under.
     ///   - autoRefresh: Refresh this often, and on reconnect; `nil` for manual refresh only.
+    ///   - waitsForNetwork: Whether a refresh waits out an offline spell (the
+    ///     default) or fails at once, for one-shot runs.
     /// - Throws: `.storage` if no store is configured or the first fetch from it fails.
-    public init(controller: NetworkController, author: String = "you", autoRefresh: Duration? = nil) throws(DepotError) {
+    public init(controller: NetworkController, author: String = "you", autoRefresh: Duration? = nil, waitsForNetwork: Bool = true) throws(DepotError) {
         guard let store = controller.store else {
             throw DepotError(.storage, detail: "TimelineApp needs a store: set NetworkController.Configuration.store")
         }
         self.controller = controller
         self.store = store
         self.author = author
-        entries = try controller.results(for: TimelineEntry.newestFirst(), refreshing: FetchTimeline(), policy: .cacheThenNetwork)
+        entries = try controller.results(for: TimelineEntry.newestFirst(), refreshing: FetchTimeline(offlineBehavior: waitsForNetwork ? .waitForConnectivity : .failFast), policy: .cacheThenNetwork)
         guard let status = entries.syncStatus else {
             throw DepotError(.storage, detail: "results came without a sync status")
         }
@@ -101,7 +117,13 @@ public final class TimelineApp {
         activity = controller.activity
         if let autoRefresh { status.autoRefresh(every: autoRefresh) }
         follow()
-        requestMissingAvatars()
+        // Avatars wait for the first refresh to end (however it ends): the
+        // timeline comes first by construction, not only by priority.
+        followers.append(Task { [weak self] in
+            await self?.status.refresh()
+            self?.firstRefreshEnded = true
+            self?.requestMissingAvatars()
+        })
     }
 
     isolated deinit {
@@ -167,18 +189,20 @@ public final class TimelineApp {
     }
 
     /// Fetches the avatars of the listed posts that are neither cached nor
-    /// already asked for. Skipped while images are paused.
+    /// already asked for. Skipped while images are paused, and until the first
+    /// refresh of the timeline has ended.
     ///
     /// The app calls this itself whenever the list changes and when images
     /// resume; call it after ``ResultsController/performFetch()`` when you need
     /// the avatars of rows fetched just now.
     public func requestMissingAvatars() {
-        guard !controller.isShutDown, !controller.pausedCategories.contains(.images) else { return }
+        guard firstRefreshEnded, !controller.isShutDown, !controller.pausedCategories.contains(.images) else { return }
         let missing = Set(entries.fetchedObjects.lazy.filter { !$0.hasAvatar }.map(\.avatar))
-        for path in missing.sorted() where avatarTickets[path] == nil {
-            avatarTickets[path] = controller.enqueue(FetchAvatar(path: path)) { [weak self] _ in
-                // Cached now, or dropped, cancelled or failed: either way ask again only when it is missing.
+        for path in missing.sorted() where avatarTickets[path] == nil && !fetchedAvatars.contains(path) {
+            avatarTickets[path] = controller.enqueue(FetchAvatar(path: path)) { [weak self] result in
+                // Dropped, cancelled or failed: asked for again the next time it is missing.
                 self?.avatarTickets[path] = nil
+                if case .success = result { self?.fetchedAvatars.insert(path) }
             }
         }
     }

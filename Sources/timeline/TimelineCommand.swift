@@ -84,23 +84,28 @@ struct TimelineCommand: AsyncParsableCommand {
         configuration.store = store
         configuration.trace = recorder
         configuration.monitor = TimelineApp.monitorConfiguration
+        configuration.qualityRules = TimelineApp.qualityRules
         let controller = NetworkController(configuration: configuration)
         if server != nil {
             // An external depot-server is shaped through its control route.
             _ = try await controller.perform(SetServerLink(profile: profile))
         }
 
-        let app = try TimelineApp(controller: controller, author: author, autoRefresh: once || post != nil ? nil : .seconds(refreshInterval))
+        let interactive = post == nil && !once && Terminal.isInteractive
+        let app = try TimelineApp(controller: controller, author: author, autoRefresh: interactive ? .seconds(refreshInterval) : nil, waitsForNetwork: interactive)
         var output: [String] = []
         if let post {
             // Quit right after pressing send: the single decision point at exit.
             app.post(post)
-        } else if once || !Terminal.isInteractive {
+        } else if !interactive {
             await app.refresh()
             try app.entries.performFetch()
-            app.requestMissingAvatars()
-            await controller.waitUntilIdle()
-            try app.entries.performFetch()
+            if controller.quality != .offline {
+                // Offline, avatar GETs would wait for the network: a one-shot run shows what is cached.
+                app.requestMissingAvatars()
+                await controller.waitUntilIdle()
+                try app.entries.performFetch()
+            }
             output += TimelinePresentation.list(app, width: 100, now: Date(), link: profile)
         } else {
             await TimelineView(app: app, link: profile).run()

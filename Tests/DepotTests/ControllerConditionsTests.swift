@@ -37,12 +37,7 @@ struct ControllerConditionsTests {
         }
 
         /// Time may move only when every running job waits on the link or sleeps before a retry.
-        var settled: @Sendable () -> Bool {
-            { [controller, simulator] in
-                let activity = controller.activity
-                return activity.running == simulator.openTransferCount + activity.backingOff
-            }
-        }
+        var settled: @Sendable () -> Bool { simulator.settled(with: controller) }
 
         func run(until time: Duration) async throws {
             try await simulator.run(until: time, settled: settled)

@@ -38,6 +38,16 @@ import Testing
         #expect(String(decoding: try body.encode(), as: UTF8.self) == #"{"text":"hello"}"#)
     }
 
+    /// A retry with an Idempotency-Key must send the same bytes: keys are sorted,
+    /// every time.
+    @Test func jsonBodyIsTheSameBytesEveryTime() throws {
+        struct Post: Encodable, Sendable { var text: String; var author: String; var reply: Int?; var tags: [String: Int] }
+        let body = try #require(Request.post("/posts", json: Post(text: "hi", author: "me", reply: 3, tags: ["b": 2, "a": 1, "c": 3])).body)
+        let encodings = try Set((0..<50).map { _ in try body.encode() })
+        #expect(encodings.count == 1)
+        #expect(String(decoding: try body.encode(), as: UTF8.self) == #"{"author":"me","reply":3,"tags":{"a":1,"b":2,"c":3},"text":"hi"}"#)
+    }
+
     @Test func headersAreCaseInsensitiveAndRedactedInDescriptions() {
         var headers: HTTPHeaders = ["Authorization": "Bearer x", "Accept": "a"]
         headers["accept"] = "b"

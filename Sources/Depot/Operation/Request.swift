@@ -61,8 +61,20 @@ public struct Request: Sendable {
         }
 
         /// A JSON body, encoded when the request is sent.
-        public static func json<T: Encodable & Sendable>(_ value: T, encoder: @escaping @Sendable () -> JSONEncoder = { JSONEncoder() }) -> Body {
+        ///
+        /// The default encoder sorts keys, so the same value is always the same
+        /// bytes: a retry with an `Idempotency-Key` must repeat its body exactly
+        /// (servers reject a key reused with another body), and Foundation's
+        /// key order can change from one encoding to the next.
+        public static func json<T: Encodable & Sendable>(_ value: T, encoder: @escaping @Sendable () -> JSONEncoder = { Body.stableEncoder() }) -> Body {
             Body(contentType: "application/json") { try encoder().encode(value) }
+        }
+
+        /// A JSON encoder with sorted keys: one value, one byte sequence.
+        public static func stableEncoder() -> JSONEncoder {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            return encoder
         }
 
         /// An `application/x-www-form-urlencoded` body, fields in order.

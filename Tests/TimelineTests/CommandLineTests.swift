@@ -1,0 +1,72 @@
+import CLITestSupport
+import DemoServer
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+import TimelineKit
+
+/// The `timeline` executable, run as a user runs it, against an in-process depot-server.
+@Suite(.timeLimit(.minutes(2)))
+struct CommandLineTests {
+    static func timeline(_ arguments: [String]) async throws -> ChildResult {
+        try await Executables.run("timeline", arguments)
+    }
+
+    @Test func onceListsTheTimelineWithItsAvatarsThenOfflineShowsTheCache() async throws {
+        let folder = try Executables.temporaryFolder("timeline-cli")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = folder.appending(path: "cache.sqlite").path
+        try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
+            let run = try await Self.timeline(["--once", "--server", server.baseURL.absoluteString, "--cache", cache])
+            #expect(run.status == 0, "\(run.error)")
+            let lines = run.output.split(separator: "\n").map(String.init)
+            #expect(lines.first?.hasPrefix("link fast · network") == true, "\(run.output)")
+            #expect(lines.filter { $0.hasPrefix("■ @") }.count == 30, "every post with its avatar: \(run.output)")
+            #expect(lines.contains { $0.hasPrefix("-- last synced just now") && $0.hasSuffix("avatars 30/30") })
+        }
+        // With no network at all, the same posts, and how old they are.
+        let offline = try await Self.timeline(["--once", "--link", "offline", "--cache", cache])
+        #expect(offline.status == 0, "\(offline.error)")
+        #expect(offline.output.split(separator: "\n").filter { $0.hasPrefix("■ @") }.count == 30)
+        #expect(offline.output.contains("-- offline — showing cached data from "), "\(offline.output)")
+    }
+
+    /// `--post` quits right after sending: the post finishes within the grace
+    /// period and the report says so; `--trace` writes the waterfall.
+    @Test func postThenQuitPrintsTheReportAndTheWaterfall() async throws {
+        let folder = try Executables.temporaryFolder("timeline-cli")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let svg = folder.appending(path: "session.svg").path
+        try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
+            let run = try await Self.timeline(["--post", "hello from the CLI", "--link", "3g", "--server", server.baseURL.absoluteString,
+                                               "--cache", folder.appending(path: "cache.sqlite").path, "--trace", svg])
+            #expect(run.status == 0, "\(run.error)")
+            #expect(run.output.contains(#"post "hello from the CLI": sent as #31"#), "\(run.output)")
+            #expect(run.output.contains("shutdown: 1 finished"), "\(run.output)")
+            #expect(run.output.contains("waterfall written to \(svg)"))
+            let (data, _) = try await URLSession.shared.data(from: server.baseURL.appending(path: "timeline"))
+            #expect(try JSONDecoder().decode([TimelinePost].self, from: data).first?.text == "hello from the CLI")
+            // The link was set on the server through its control route.
+            #expect(server.currentConditions(for: "/timeline").bandwidthKbps == 1_000)
+        }
+        let chart = try String(contentsOfFile: svg, encoding: .utf8)
+        #expect(chart.hasPrefix("<svg") || chart.contains("<svg"))
+        #expect(chart.contains("CreatePost"))
+    }
+
+    @Test func badInputSaysWhatIsAccepted() async throws {
+        let run = try await Self.timeline(["--link", "dialup"])
+        #expect(run.status != 0)
+        #expect(run.error.contains("unknown link \"dialup\": use fast, 3g, edge, offline, or KBPS,RTTMS"))
+
+        try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
+            let folder = try Executables.temporaryFolder("timeline-cli")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let empty = try await Self.timeline(["--post", " ", "--server", server.baseURL.absoluteString, "--cache", folder.appending(path: "c.sqlite").path])
+            #expect(empty.status == 1)
+            #expect(empty.output.contains("text must be 1 to 280 characters"), "\(empty.output)")
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import Depot
+import DepotStore
+import DepotTesting
+import Foundation
+import Testing
+import TimelineKit
+
+/// The timing parts on a simulated link and a ManualClock: the timeline before
+/// the avatars, avatars paused on EDGE and back when the link recovers, and a
+/// post that survives quitting. No sleeps; the same result every run.
+@MainActor
+@Suite(.timeLimit(.minutes(2)))
+struct SimulatedLinkTests {
+    /// EDGE (120 kbit/s, 400 ms), thirty cached posts whose twelve avatars are
+    /// not cached yet.
+    @Test func timelineFirstThenAvatarsPausedOnEdge() async throws {
+        let harness = try SimulatedTimeline(kbps: 120, rtt: .milliseconds(400), cached: cachedPosts)
+        let app = try TimelineApp(controller: harness.controller)
+        #expect(app.entries.fetchedObjects.count == 30, "the cache shows at once")
+        await harness.waitForWork()
+
+        // The timeline arrives first; then the app asks for the avatars.
+        let controller = harness.controller
+        try await harness.run(until: { harness.entries("FetchTimeline").first?.finished != nil })
+        await harness.waitForApp { harness.entries("FetchAvatar").count == 12 }
+        try await harness.run(until: { controller.quality == .poor })
+        let timeline = try #require(harness.entries("FetchTimeline").first)
+        #expect(timeline.outcome == .succeeded)
+        let avatars = harness.entries("FetchAvatar")
+        #expect(avatars.count == 12)
+        let firstAvatarStart = try #require(avatars.compactMap(\.started).min())
+        #expect(try #require(timeline.finished) <= firstAvatarStart)
+
+        // On EDGE the quality drops to poor: one at a time, images paused.
+        #expect(controller.connectionEstimate.concurrencyLimit == 1)
+        #expect(controller.pausedCategories.contains(.images))
+        let pausedAt = harness.clock.elapsed
+        #expect(try harness.cachedAvatars().count < 12, "some avatars were still waiting when images paused")
+
+        // A post still goes out at once, ahead of the waiting avatars.
+        let posting = app.post("hello")
+        try await harness.run(until: { posting.isFinished })
+        let post = try #require(harness.entries("CreatePost").first)
+        #expect(post.outcome == .succeeded)
+        #expect(try #require(post.finished) - post.enqueued < .seconds(3), "a 20 KB avatar takes 1.3 s and the round trip 0.4 s")
+
+        // The paused avatars trickle out one at a time while nothing else waits,
+        // and every one arrives, each fetched once.
+        try await harness.run(until: { [store = harness.store] in
+            (try? store.writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM avatar") }) == 12
+        })
+        let late = harness.simulator.records.filter { $0.path.hasPrefix("/avatars/") && $0.started >= pausedAt }
+        #expect(!late.isEmpty)
+        for (earlier, later) in zip(late, late.dropFirst()) {
+            #expect(try #require(earlier.ended) <= later.started, "one at a time: \(earlier) then \(later)")
+        }
+        #expect(harness.simulator.records.filter { $0.path.hasPrefix("/avatars/") }.count == 12, "no avatar was fetched twice")
+        #expect(try app.entries.fetchedObjects.allSatisfy(\.hasAvatar) || { try app.entries.performFetch(); return app.entries.fetchedObjects.allSatisfy(\.hasAvatar) }())
+    }
+
+    /// Quitting while a post is in flight: the post (exit policy `.finish`)
+    /// completes within the grace period; the avatars are cancelled.
+    @Test func postSurvivesQuitWithinGrace() async throws {
+        let harness = try SimulatedTimeline(kbps: 120, rtt: .milliseconds(400), postLatency: .seconds(3), cached: cachedPosts)
+        let app = try TimelineApp(controller: harness.controller)
+        await harness.waitForWork()
+        app.post("hello")
+        let controller = harness.controller
+        // The timeline is in, the avatars asked for, the post still in flight.
+        try await harness.run(until: { harness.entries("FetchTimeline").first?.finished != nil })
+        await harness.waitForApp { harness.entries("FetchAvatar").count == 12 }
+        #expect(app.sentPosts.first?.isSending == true)
+
+        let quitting = Task { @MainActor in await app.shutdown(grace: .seconds(10)) }
+        while !controller.isShutDown { await Task.yield() }  // the quit has begun, at this instant
+        // Drive the link until the controller is done; the app then only waits
+        // for the completions it is owed on the main actor.
+        try await harness.run(until: { controller.isShutDown && controller.activity.running + controller.activity.queued == 0 })
+        let done = await quitting.value
+        #expect(!done.graceExpired)
+        #expect(done.finished >= 1)
+        #expect(done.cancelled >= 10, "the avatars went at once: \(done)")
+        let sent = try #require(app.sentPosts.first)
+        guard case .sent(let post) = sent.state else {
+            Issue.record("the post did not go out: \(sent.state)")
+            return
+        }
+        #expect(post.id == 31)
+        #expect(harness.clock.elapsed < .seconds(10), "it took the post's time, not the whole grace period")
+        #expect(try harness.store.readSync { db in try TimelinePost.fetchOne(db, key: 31) }?.text == "hello")
+    }
+
+    /// When the grace period runs out, the post is cancelled and says so.
+    @Test func graceRunningOutCancelsThePost() async throws {
+        let harness = try SimulatedTimeline(kbps: 120, rtt: .milliseconds(400), postLatency: .seconds(30))
+        let app = try TimelineApp(controller: harness.controller)
+        await harness.waitForWork()
+        let ticket = app.post("slow")
+        let controller = harness.controller
+        try await harness.run(until: { controller.activity.running >= 1 })
+
+        let quitting = Task { @MainActor in await app.shutdown(grace: .seconds(5)) }
+        while !controller.isShutDown { await Task.yield() }  // the quit has begun, at this instant
+        // Drive the link until the controller is done; the app then only waits
+        // for the completions it is owed on the main actor.
+        try await harness.run(until: { controller.isShutDown && controller.activity.running + controller.activity.queued == 0 })
+        let done = await quitting.value
+        #expect(done.graceExpired)
+        #expect(ticket.isFinished)
+        guard case .failed(let error) = try #require(app.sentPosts.first).state else {
+            Issue.record("the post should have been cancelled")
+            return
+        }
+        #expect(error.code == .cancelled)
+    }
+}
