@@ -100,6 +100,24 @@ import Testing
         #expect(starts(scheduler.resume(category: .images)) == [1])
     }
 
+    /// Paused images trickle one at a time when nothing else runs, and the
+    /// trickling one holds no slot: a post that arrives starts beside it, not
+    /// behind it, even at a limit of 1.
+    @Test func tricklingWorkHoldsNoSlot() {
+        var scheduler = Scheduler(limit: 1)
+        _ = scheduler.pause(category: .images)
+        _ = scheduler.enqueue(entry(1, .low, category: .images))
+        _ = scheduler.enqueue(entry(2, .low, category: .images))
+        #expect(starts(scheduler.trickle(from: [.images])) == [1])
+        #expect(starts(scheduler.trickle(from: [.images])).isEmpty, "one at a time")
+        #expect(starts(scheduler.enqueue(entry(3, .veryHigh))) == [3])
+        #expect(starts(scheduler.enqueue(entry(4, .normal))).isEmpty, "the post took the one slot")
+        #expect(starts(scheduler.finish(job: id(1), outcome: .succeeded)).isEmpty, "the trickle's end frees no slot")
+        #expect(starts(scheduler.finish(job: id(3), outcome: .succeeded)) == [4])
+        #expect(starts(scheduler.finish(job: id(4), outcome: .succeeded)).isEmpty)
+        #expect(starts(scheduler.trickle(from: [.images])) == [2])
+    }
+
     @Test func pauseDoesNotStopRunningWork() {
         var scheduler = Scheduler(limit: 2)
         #expect(starts(scheduler.enqueue(entry(1, category: .images))) == [1])

@@ -96,6 +96,9 @@ struct Scheduler: Sendable {
     private var byKey: [String: ID] = [:]
     private var dependents: [ID: [ID]] = [:]
     private(set) var running: Set<ID> = []
+    /// Running jobs started by ``trickle(from:)``: they take no slot, so work
+    /// that arrives while one trickles starts beside it instead of behind it.
+    private(set) var trickling: Set<ID> = []
     private(set) var paused: Set<OperationCategory> = []
     private(set) var limit: Int
     private(set) var isShuttingDown = false
@@ -163,6 +166,7 @@ struct Scheduler: Sendable {
     mutating func finish(job id: ID, outcome: Outcome) -> [Action] {
         guard let job = jobs.removeValue(forKey: id) else { return pump() }
         running.remove(id)
+        trickling.remove(id)
         if let key = job.key, byKey[key] == id { byKey[key] = nil }
         var actions: [Action] = []
         if !job.waiters.isEmpty {
@@ -224,6 +228,7 @@ struct Scheduler: Sendable {
         guard var job = jobs[id], running.contains(id) else { return pump() }
         guard !job.waiters.isEmpty else { return finish(job: id, outcome: .cancelled) }
         running.remove(id)
+        trickling.remove(id)
         job.state = .queued
         jobs[id] = job
         queues[job.priority.rawValue].prepend(id)
@@ -245,6 +250,7 @@ struct Scheduler: Sendable {
             let id = queues[index].remove(at: position)
             jobs[id]?.state = .running
             running.insert(id)
+            trickling.insert(id)
             return [.start(job: id)]
         }
         return []
@@ -403,11 +409,13 @@ struct Scheduler: Sendable {
             running.insert(id)
             actions.append(.start(job: id))
         }
+        // A trickling job runs only because nothing else could: it holds no slot.
+        var occupied: Int { running.count - trickling.count }
         let reserve = limit >= 3 && runningMix.delayable == 0
-        while running.count < (reserve ? limit - 1 : limit), let next = popNext(delayableAllowed: delayableRoom > 0) {
+        while occupied < (reserve ? limit - 1 : limit), let next = popNext(delayableAllowed: delayableRoom > 0) {
             start(next)
         }
-        if reserve, running.count < limit {
+        if reserve, occupied < limit {
             let room = delayableRoom > 0
             if let next = popNext(delayableAllowed: room, onlyDelayable: true) ?? popNext(delayableAllowed: room) {
                 start(next)
