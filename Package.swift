@@ -11,8 +11,10 @@ let package = Package(
         .library(name: "DepotTesting", targets: ["DepotTesting"]),
         .library(name: "DemoServer", targets: ["DemoServer"]),
         .library(name: "NerdfeedKit", targets: ["NerdfeedKit"]),
+        .library(name: "SenbeiKit", targets: ["SenbeiKit"]),
         .executable(name: "depot-server", targets: ["depot-server"]),
         .executable(name: "nerdfeed", targets: ["nerdfeed"]),
+        .executable(name: "senbei", targets: ["senbei"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -76,6 +78,14 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        .target(
+            name: "SenbeiKit",
+            dependencies: [
+                "Depot",
+                "DepotStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         .executableTarget(
             name: "depot-server",
             dependencies: [
@@ -99,6 +109,17 @@ let package = Package(
                 "DepotStore",
                 "DemoServer",
                 "NerdfeedKit",
+                "ExampleSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "senbei",
+            dependencies: [
+                "Depot",
+                "DepotStore",
+                "DemoServer",
+                "SenbeiKit",
                 "ExampleSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -144,6 +165,19 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "SenbeiTests",
+            dependencies: [
+                "CLITestSupport",
+                "SenbeiKit",
+                "Depot",
+                "DepotStore",
+                "DepotTesting",
+                "DemoServer",
+                "DepotAsyncHTTPClient",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .testTarget(
             name: "DemoServerTests",
