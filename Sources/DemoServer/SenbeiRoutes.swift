@@ -102,7 +102,11 @@ enum SenbeiRoutes {
             crm.get("/\(kind)") { request, _ in
                 let page = max(1, request.uri.queryParameters.get("page", as: Int.self) ?? 1)
                 let perPage = max(1, min(request.uri.queryParameters.get("per_page", as: Int.self) ?? 20, 100))
-                let query = request.uri.queryParameters.get("query")?.lowercased()
+                // Hummingbird hands query values over still encoded: "ann+nak" (form) or "ann%20nak".
+                let query = request.uri.queryParameters.get("query").map { raw in
+                    let spaced = raw.replacingOccurrences(of: "+", with: " ")
+                    return (spaced.removingPercentEncoding ?? spaced).lowercased()
+                }
                 let all = store.withLock { $0.lists[kind] ?? [] }.filter { entity in
                     guard let query, !query.isEmpty else { return true }
                     return entity.name.lowercased().contains(query) || (entity.email?.contains(query) ?? false)

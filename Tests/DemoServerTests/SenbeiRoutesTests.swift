@@ -50,3 +50,16 @@ import Testing
         }
     }
 }
+
+extension SenbeiRoutesTests {
+    @Test func aSearchWithASpaceIsDecoded() async throws {
+        try await DemoServer.withRunning { server in
+            for encoded in ["ann%20nakamura", "ann+nakamura"] {
+                let page = try routes.object(try await routes.send(server, .GET, "/contacts?query=\(encoded)&per_page=100").body)
+                let names = (page["items"] as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? []
+                #expect(!names.isEmpty, "\(encoded)")
+                #expect(names.allSatisfy { $0 == "Ann Nakamura" }, "\(encoded): \(names)")
+            }
+        }
+    }
+}
