@@ -43,7 +43,7 @@ public struct PostComment: NetworkOperation {
     }
 
     /// Decodes the new comment and stores it.
-    public func process(_ response: Response, context: OperationContext) async throws -> Comment {
+    public func process(_ response: Response, context: OperationContext) async throws -> CRMComment {
         let comment = try Wire.decode(Wire.Comment.self, from: response).record
         try await context.requireStore(for: name).write { db in try comment.upsert(db) }
         return comment
@@ -76,7 +76,7 @@ public struct DeleteComment: NetworkOperation {
     /// - Returns: The deleted comment's identifier.
     public func process(_ response: Response, context: OperationContext) async throws -> Int {
         let id = id
-        try await context.requireStore(for: name).write { db in _ = try Comment.deleteOne(db, key: id) }
+        try await context.requireStore(for: name).write { db in _ = try CRMComment.deleteOne(db, key: id) }
         return id
     }
 }

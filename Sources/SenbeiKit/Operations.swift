@@ -32,6 +32,9 @@ public struct Login: NetworkOperation {
     public var priority: Priority { .high }
     /// Never shared: two sign-ins may carry different credentials to the same URL.
     public var coalescing: Coalescing { .never }
+    /// Fails at once without a network: a sign-in that waits for one would hold
+    /// every data request behind it with no word to the user.
+    public var offlineBehavior: OfflineBehavior { .failFast }
 
     /// Checks the status; a refusal carries the server's reasons.
     public func validate(_ response: Response) throws {
@@ -199,16 +202,16 @@ public struct FetchComments: CachingOperation {
     }
 
     /// Decodes the comments.
-    public func parse(_ response: Response, context: OperationContext) async throws -> [Comment] {
+    public func parse(_ response: Response, context: OperationContext) async throws -> [CRMComment] {
         try Wire.decode([Wire.Comment].self, from: response).map(\.record)
     }
 
     /// Replaces the subject's comments.
     /// - Returns: The comments, oldest first.
-    public func write(_ comments: [Comment], to db: Database) throws -> [Comment] {
-        try Comment.on(subject).deleteAll(db)
+    public func write(_ comments: [CRMComment], to db: Database) throws -> [CRMComment] {
+        try CRMComment.on(subject).deleteAll(db)
         for comment in comments { try comment.upsert(db) }
-        return try Comment.on(subject).fetchAll(db)
+        return try CRMComment.on(subject).fetchAll(db)
     }
 }
 

@@ -106,7 +106,7 @@ public struct Commentable: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// A comment on a record: a row of the `comment` table.
-public struct Comment: Codable, Hashable, Sendable, Identifiable, FetchableRecord, PersistableRecord {
+public struct CRMComment: Codable, Hashable, Sendable, Identifiable, FetchableRecord, PersistableRecord {
     /// The server's identifier.
     public var id: Int
     /// The singular kind of the record commented on (`contact`).
@@ -128,8 +128,8 @@ public struct Comment: Codable, Hashable, Sendable, Identifiable, FetchableRecor
     public static let databaseTableName = "comment"
 
     /// The comments on `subject`, oldest first.
-    public static func on(_ subject: Commentable) -> QueryInterfaceRequest<Comment> {
-        Comment.filter(Column("commentableType") == subject.kind.singular && Column("commentableId") == subject.id).order(Column("id"))
+    public static func on(_ subject: Commentable) -> QueryInterfaceRequest<CRMComment> {
+        CRMComment.filter(Column("commentableType") == subject.kind.singular && Column("commentableId") == subject.id).order(Column("id"))
     }
 }
 

@@ -255,16 +255,16 @@ public final class SenbeiApp {
     }
 
     /// Fetches the comments on `subject`, then returns them from the cache. Posts `senbeiDidRetrieveComments`.
-    public func loadComments(on subject: Commentable) async throws(DepotError) -> [Comment] {
+    public func loadComments(on subject: Commentable) async throws(DepotError) -> [CRMComment] {
         _ = try await run(FetchComments(on: subject))
-        let comments = try await store.read { db in try Comment.on(subject).fetchAll(db) }
+        let comments = try await store.read { db in try CRMComment.on(subject).fetchAll(db) }
         post(.senbeiDidRetrieveComments, payload: comments, entity: subject)
         return comments
     }
 
     /// Posts a comment on `subject`. Posts `senbeiDidPostComment`.
     @discardableResult
-    public func postComment(on subject: Commentable, text: String) async throws(DepotError) -> Comment {
+    public func postComment(on subject: Commentable, text: String) async throws(DepotError) -> CRMComment {
         let comment = try await run(PostComment(on: subject, text: text))
         post(.senbeiDidPostComment, payload: comment, entity: subject)
         return comment

@@ -11,14 +11,14 @@ import Foundation
 // | name                                   | payload                          | entity                 | error        |
 // |----------------------------------------|----------------------------------|------------------------|--------------|
 // | `senbeiDidRetrieve{Accounts,Contacts,Leads,Opportunities,Campaigns}` | `EntityPage` | `EntityKind`   |              |
-// | `senbeiDidRetrieveComments`            | `[Comment]`                      | `Commentable`          |              |
+// | `senbeiDidRetrieveComments`            | `[CRMComment]`                   | `Commentable`          |              |
 // | `senbeiDidRetrieveTasks`               | `[CRMTask]` (open tasks)         |                        |              |
 // | `senbeiDidRetrieveActivities`          | `[CRMActivity]` (newest first)   |                        |              |
 // | `senbeiDidFindContacts`                | `ContactMatches` (current search only) |                  |              |
 // | `senbeiDidMarkTaskAsDone`              | `CRMTask` (completed)            | the task's id (`Int`)  |              |
 // | `senbeiDidCreateTask`                  | `CRMTask`                        | the task's id (`Int`)  |              |
 // | `senbeiDidCreateContact`               | `Entity`                         | the contact's id (`Int`) |            |
-// | `senbeiDidPostComment`                 | `Comment`                        | `Commentable`          |              |
+// | `senbeiDidPostComment`                 | `CRMComment`                     | `Commentable`          |              |
 // | `senbeiDidDeleteComment`               | the comment's id (`Int`)         | the comment's id (`Int`) |            |
 // | `senbeiDidLogin`                       | `Profile`                        |                        |              |
 // | `senbeiDidFailLogin`                   |                                  |                        | `DepotError` (`.unauthorized`) |

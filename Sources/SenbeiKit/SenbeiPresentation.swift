@@ -60,7 +60,7 @@ public enum SenbeiPresentation {
     }
 
     /// The comments on a record, oldest first.
-    public static func commentLines(_ comments: [Comment], on subject: Commentable) -> [String] {
+    public static func commentLines(_ comments: [CRMComment], on subject: Commentable) -> [String] {
         guard !comments.isEmpty else { return ["No comments on \(subject)."] }
         return ["Comments on \(subject):"] + comments.map { "  " + pad("#\($0.id)", 8) + $0.text }
     }

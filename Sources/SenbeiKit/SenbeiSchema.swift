@@ -36,7 +36,7 @@ public enum SenbeiSchema {
                 t.column("total", .integer).notNull()
                 t.primaryKey(["kind", "page"])
             }
-            try db.create(table: Comment.databaseTableName) { t in
+            try db.create(table: CRMComment.databaseTableName) { t in
                 t.primaryKey("id", .integer)
                 t.column("commentableType", .text).notNull()
                 t.column("commentableId", .integer).notNull()

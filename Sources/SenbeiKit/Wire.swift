@@ -24,8 +24,8 @@ enum Wire {
         var commentableId: Int
         var comment: String
 
-        var record: SenbeiKit.Comment {
-            SenbeiKit.Comment(id: id, commentableType: commentableType, commentableId: commentableId, text: comment)
+        var record: CRMComment {
+            CRMComment(id: id, commentableType: commentableType, commentableId: commentableId, text: comment)
         }
     }
 
