@@ -11,9 +11,11 @@ let package = Package(
         .library(name: "DepotTesting", targets: ["DepotTesting"]),
         .library(name: "DemoServer", targets: ["DemoServer"]),
         .library(name: "NerdfeedKit", targets: ["NerdfeedKit"]),
+        .library(name: "SenbeiKit", targets: ["SenbeiKit"]),
         .library(name: "TimelineKit", targets: ["TimelineKit"]),
         .executable(name: "depot-server", targets: ["depot-server"]),
         .executable(name: "nerdfeed", targets: ["nerdfeed"]),
+        .executable(name: "senbei", targets: ["senbei"]),
         .executable(name: "timeline", targets: ["timeline"]),
     ],
     dependencies: [
@@ -90,6 +92,14 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        .target(
+            name: "SenbeiKit",
+            dependencies: [
+                "Depot",
+                "DepotStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         .executableTarget(
             name: "depot-server",
             dependencies: [
@@ -114,6 +124,17 @@ let package = Package(
                 "DepotStore",
                 "DemoServer",
                 "NerdfeedKit",
+                "ExampleSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "senbei",
+            dependencies: [
+                "Depot",
+                "DepotStore",
+                "DemoServer",
+                "SenbeiKit",
                 "ExampleSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -177,6 +198,19 @@ let package = Package(
             dependencies: [
                 "CLITestSupport",
                 "TimelineKit",
+                "Depot",
+                "DepotStore",
+                "DepotTesting",
+                "DemoServer",
+                "DepotAsyncHTTPClient",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        .testTarget(
+            name: "SenbeiTests",
+            dependencies: [
+                "CLITestSupport",
+                "SenbeiKit",
                 "Depot",
                 "DepotStore",
                 "DepotTesting",

@@ -6,7 +6,9 @@ import Synchronization
 /// A Fat Free CRM-like JSON API for the Senbei example, behind HTTP Basic auth.
 ///
 /// Lists answer `{"items": [...], "page": N, "per_page": M, "total": T}`;
-/// validation errors answer 422 with `{"errors": {"field": ["message"]}}`.
+/// validation errors answer 422 with `{"errors": {"field": ["message"]}}`, and
+/// errors that belong to no field (a missing record) use the field `base`, as Rails does.
+/// A task without a due date is due "as soon as possible".
 enum SenbeiRoutes {
     struct Entity: Codable, Sendable, Hashable {
         var id: Int
@@ -25,7 +27,8 @@ enum SenbeiRoutes {
     struct CRMTask: Codable, Sendable, Hashable {
         var id: Int
         var name: String
-        var due: String   // yyyy-MM-dd, UTC
+        /// yyyy-MM-dd (UTC), or `nil`: "as soon as possible".
+        var due: String?
         var completed: Bool
     }
 
@@ -68,12 +71,20 @@ enum SenbeiRoutes {
                 return Entity(id: index, name: label, email: kind == "contacts" || kind == "leads" ? "\(name.lowercased().replacingOccurrences(of: " ", with: "."))@example.com" : nil, company: company)
             }
         }
-        // Due dates across every bucket: overdue, today, tomorrow, this week, next week, later.
-        let offsets = [-3, -1, 0, 0, 1, 3, 5, 9, 12, 30]
+        // Due dates across every bucket: overdue, today, tomorrow, this week, next
+        // week, later, and two with no date at all ("as soon as possible").
+        let offsets: [Int?] = [-3, -1, 0, 0, 1, 3, 5, 9, 12, 30, nil, nil]
+        let contacts = lists["contacts"] ?? []
         let tasks = offsets.enumerated().map { index, days in
-            CRMTask(id: index + 1, name: ["Call", "Email", "Follow up with", "Send quote to"][index % 4] + " " + (lists["contacts"]![index].name), due: day(today.addingTimeInterval(Double(days) * 86_400)), completed: false)
+            let who = contacts.indices.contains(index) ? " " + contacts[index].name : ""
+            return CRMTask(id: index + 1, name: ["Call", "Email", "Follow up with", "Send quote to"][index % 4] + who, due: days.map { day(today.addingTimeInterval(Double($0) * 86_400)) }, completed: false)
         }
-        return Store(lists: lists, tasks: tasks)
+        let activities = [
+            Activity(id: 3, action: "created", subject: "opportunity Hooli Opportunity 3"),
+            Activity(id: 2, action: "updated", subject: "account Acme Account 2"),
+            Activity(id: 1, action: "created", subject: "campaign Globex Campaign 1"),
+        ]
+        return Store(lists: lists, tasks: tasks, activities: activities)
     }
 
     static func day(_ date: Date) -> String {
@@ -91,7 +102,11 @@ enum SenbeiRoutes {
             crm.get("/\(kind)") { request, _ in
                 let page = max(1, request.uri.queryParameters.get("page", as: Int.self) ?? 1)
                 let perPage = max(1, min(request.uri.queryParameters.get("per_page", as: Int.self) ?? 20, 100))
-                let query = request.uri.queryParameters.get("query")?.lowercased()
+                // Hummingbird hands query values over still encoded: "ann+nak" (form) or "ann%20nak".
+                let query = request.uri.queryParameters.get("query").map { raw in
+                    let spaced = raw.replacingOccurrences(of: "+", with: " ")
+                    return (spaced.removingPercentEncoding ?? spaced).lowercased()
+                }
                 let all = store.withLock { $0.lists[kind] ?? [] }.filter { entity in
                     guard let query, !query.isEmpty else { return true }
                     return entity.name.lowercased().contains(query) || (entity.email?.contains(query) ?? false)
@@ -147,7 +162,7 @@ enum SenbeiRoutes {
                 store.comments.removeAll { $0.id == id }
                 return store.comments.count < before
             }
-            return removed ? Response(status: .noContent) : try invalidStatus(.notFound, ["id": ["no comment \(id)"]])
+            return removed ? Response(status: .noContent) : try invalidStatus(.notFound, ["base": ["there is no comment \(id)"]])
         }
         crm.get("/tasks") { _, _ in
             try json(store.withLock { $0.tasks.filter { !$0.completed } })
@@ -161,7 +176,7 @@ enum SenbeiRoutes {
             guard errors.isEmpty, let name = body?.name else { return try invalid(errors) }
             let task = store.withLock { store -> CRMTask in
                 store.nextID += 1
-                let task = CRMTask(id: store.nextID, name: name, due: body?.due ?? day(state.now), completed: false)
+                let task = CRMTask(id: store.nextID, name: name, due: body?.due, completed: false)
                 store.tasks.append(task)
                 store.activities.insert(Activity(id: store.nextID, action: "created", subject: "task \(name)"), at: 0)
                 return task
@@ -173,10 +188,11 @@ enum SenbeiRoutes {
             let task = store.withLock { store -> CRMTask? in
                 guard let index = store.tasks.firstIndex(where: { $0.id == id }) else { return nil }
                 store.tasks[index].completed = true
-                store.activities.insert(Activity(id: id, action: "completed", subject: "task \(store.tasks[index].name)"), at: 0)
+                store.nextID += 1
+                store.activities.insert(Activity(id: store.nextID, action: "completed", subject: "task \(store.tasks[index].name)"), at: 0)
                 return store.tasks[index]
             }
-            guard let task else { return try invalidStatus(.notFound, ["id": ["no task \(id)"]]) }
+            guard let task else { return try invalidStatus(.notFound, ["base": ["there is no task \(id)"]]) }
             return try json(task)
         }
         crm.get("/activities") { _, _ in
@@ -217,7 +233,7 @@ struct BasicAuthMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let expected = "Basic " + Data("\(SenbeiRoutes.username):\(SenbeiRoutes.password)".utf8).base64EncodedString()
         guard request.headers[.authorization] == expected else {
-            var response = try SenbeiRoutes.invalidStatus(.unauthorized, ["login": ["bad username or password"]])
+            var response = try SenbeiRoutes.invalidStatus(.unauthorized, ["base": ["bad username or password"]])
             response.headers[.wwwAuthenticate] = #"Basic realm="depot-server""#
             return response
         }

@@ -1,0 +1,287 @@
+import Depot
+import DepotStore
+import Foundation
+import GRDB
+import Observation
+
+/// One page of a list as the cache holds it, and where it came from.
+public struct EntityPage: Sendable, Hashable {
+    /// Where the rows came from.
+    public enum Source: String, Sendable, Hashable {
+        /// The cache was fresh enough: no request was made.
+        case cache
+        /// The server was asked just now.
+        case network
+    }
+
+    /// The page's size and the list's total.
+    public var info: PageInfo
+    /// The records, in the server's order.
+    public var items: [Entity]
+    /// Where they came from.
+    public var source: Source
+    /// When the page was last fetched from the server.
+    public var lastSynced: Date?
+
+    /// Makes a page.
+    public init(info: PageInfo, items: [Entity], source: Source, lastSynced: Date?) {
+        self.info = info
+        self.items = items
+        self.source = source
+        self.lastSynced = lastSynced
+    }
+}
+
+/// The Senbei CRM client's model: sign-in, the cached lists, tasks, comments
+/// and activities, and the changes the user makes. Every network call goes
+/// through the controller's operations; every answer is read back from the
+/// cache; every event is also posted as a notification (``SenbeiNotification``).
+///
+/// Data work (category ``Depot/OperationCategory/senbei``) is held until a
+/// sign-in succeeds. A refused sign-in (401), or a 401 on any later request,
+/// posts `senbeiDidFailLogin` and cancels everything queued in the category.
+///
+/// For example:
+///
+/// ```swift
+/// let credentials = SenbeiCredentials(username: "admin", password: "secret")
+/// var configuration = NetworkController.Configuration(baseURL: server, transport: AsyncHTTPClientTransport(),
+///                                                     adapters: [credentials.adapter(for: server)])
+/// configuration.store = try Store(path: cacheFile.path, migrator: SenbeiSchema.migrator)
+/// let app = try SenbeiApp(controller: NetworkController(configuration: configuration), credentials: credentials)
+/// let page = try await app.loadPage(.contacts, page: 2)   // from the cache when younger than 5 minutes
+/// ```
+@MainActor
+@Observable
+public final class SenbeiApp {
+    /// The controller all network work goes through.
+    public let controller: NetworkController
+    /// The cache the operations write to.
+    public let store: Store
+    /// Where Senbei's notifications are posted.
+    public let notificationCenter: NotificationCenter
+    /// Who is signed in, once a sign-in succeeded; `nil` again after a 401.
+    public private(set) var profile: Profile?
+    /// The user name the next sign-in sends.
+    public var username: String { credentials.username }
+
+    /// How long a fetched page is good for: five minutes.
+    public static let listMaxAge: Duration = .seconds(300)
+    /// Lists show the cache while it is younger than ``listMaxAge``.
+    public static let listPolicy = CachePolicy.cacheFirst(maxAge: listMaxAge)
+
+    @ObservationIgnored let credentials: SenbeiCredentials
+    @ObservationIgnored private var signingIn: Task<Profile, any Error>?
+
+    /// Makes the model and holds data work until a sign-in.
+    ///
+    /// - Parameters:
+    ///   - controller: The controller; its configuration needs a `store` opened
+    ///     with ``SenbeiSchema/migrator`` and the adapter of `credentials`.
+    ///   - credentials: The credentials the controller's adapter sends.
+    ///   - notificationCenter: Where to post; default: the controller's, else `.default`.
+    /// - Throws: `.storage` if no store is configured.
+    public init(controller: NetworkController, credentials: SenbeiCredentials, notificationCenter: NotificationCenter? = nil) throws(DepotError) {
+        guard let store = controller.store else {
+            throw DepotError(.storage, detail: "SenbeiApp needs a store: set NetworkController.Configuration.store")
+        }
+        self.controller = controller
+        self.store = store
+        self.credentials = credentials
+        self.notificationCenter = notificationCenter ?? controller.configuration.notificationCenter ?? .default
+        controller.pause(category: .senbei)
+    }
+
+    /// A controller configuration for a Senbei server: its base URL, the
+    /// credentials' adapter and the store.
+    public static func configuration(server: URL, transport: any Transport, credentials: SenbeiCredentials, store: Store, notificationCenter: NotificationCenter? = .default) -> NetworkController.Configuration {
+        var configuration = NetworkController.Configuration(baseURL: server, transport: transport, adapters: [credentials.adapter(for: server)], notificationCenter: notificationCenter)
+        configuration.store = store
+        return configuration
+    }
+
+    // MARK: - Sign-in
+
+    /// Signs in with the current credentials (a call while one runs joins it),
+    /// then lets held data work go. Posts `senbeiDidLogin`, or on a 401
+    /// `senbeiDidFailLogin` (and cancels queued data work), or `senbeiDidFailWithError`.
+    @discardableResult
+    public func login() async throws(DepotError) -> Profile {
+        let task: Task<Profile, any Error>
+        if let signingIn {
+            task = signingIn
+        } else {
+            controller.pause(category: .senbei)
+            task = Task { try await self.runLogin() }
+            signingIn = task
+        }
+        do {
+            return try await task.value
+        } catch {
+            throw DepotError.wrap(error, operation: "Login", fallback: .processing)
+        }
+    }
+
+    /// Replaces the credentials, then signs in with them.
+    @discardableResult
+    public func login(username: String, password: String) async throws(DepotError) -> Profile {
+        credentials.set(username: username, password: password)
+        return try await login()
+    }
+
+    private func runLogin() async throws(DepotError) -> Profile {
+        defer { signingIn = nil }
+        do {
+            let profile = try await controller.perform(Login())
+            self.profile = profile
+            controller.resume(category: .senbei)
+            post(.senbeiDidLogin, payload: profile)
+            return profile
+        } catch {
+            if error.code == .unauthorized {
+                signInRefused(error)
+            } else if error.code != .cancelled {
+                post(.senbeiDidFailWithError, error: error, operation: "Login")
+            }
+            throw error
+        }
+    }
+
+    /// Bad credentials: nobody is signed in, and queued data work is cancelled
+    /// (it would be refused too). Data work stays held until the next sign-in.
+    func signInRefused(_ error: DepotError) {
+        profile = nil
+        controller.pause(category: .senbei)
+        controller.cancel(category: .senbei)
+        post(.senbeiDidFailLogin, error: error)
+    }
+
+    // MARK: - Running operations
+
+    /// Signs in if nobody is, then runs `operation`; reports failures.
+    func run<Operation: NetworkOperation>(_ operation: Operation) async throws(DepotError) -> Operation.Output {
+        if profile == nil { try await login() }
+        do {
+            return try await controller.perform(operation)
+        } catch {
+            report(error, operation: operation.name)
+            throw error
+        }
+    }
+
+    /// Posts what a failure means: a refused sign-in for a 401, an error otherwise, nothing for a cancellation.
+    func report(_ error: DepotError, operation: String) {
+        if error.code == .unauthorized {
+            signInRefused(error)
+        } else if error.code != .cancelled {
+            post(.senbeiDidFailWithError, error: error, operation: operation)
+        }
+    }
+
+    func post(_ name: Notification.Name, payload: Any? = nil, entity: Any? = nil, error: DepotError? = nil, operation: String? = nil) {
+        var info: [AnyHashable: Any] = [:]
+        if let payload { info[SenbeiNotification.UserInfoKey.payload] = payload }
+        if let entity { info[SenbeiNotification.UserInfoKey.entity] = entity }
+        if let error { info[SenbeiNotification.UserInfoKey.error] = error }
+        if let operation { info[SenbeiNotification.UserInfoKey.operation] = operation }
+        notificationCenter.post(name: name, object: self, userInfo: info)
+    }
+
+    // MARK: - Lists
+
+    /// Page `page` of `kind`: from the cache when it was fetched less than
+    /// ``listMaxAge`` ago (by the controller's `currentDate`), otherwise from the
+    /// server (posting `senbeiDidRetrieve<Kind>`). Either way read from the cache.
+    ///
+    /// - Parameter refresh: Ask the server even when the cache is fresh.
+    public func loadPage(_ kind: EntityKind, page: Int = 1, refresh: Bool = false) async throws(DepotError) -> EntityPage {
+        let operation = FetchList(kind, page: page)
+        var lastSynced = try await store.ledger.entry(for: operation.cacheKey)?.lastSynced
+        let fresh = !refresh && lastSynced.map { isFresh($0) } == true
+        if !fresh {
+            _ = try await run(operation)
+            lastSynced = try await store.ledger.entry(for: operation.cacheKey)?.lastSynced
+        }
+        let (info, items) = try await store.read { db in
+            (try PageInfo.fetchOne(db, key: ["kind": kind.rawValue, "page": operation.page]), try Entity.onPage(kind, operation.page).fetchAll(db))
+        }
+        let result = EntityPage(
+            info: info ?? PageInfo(kind: kind, page: operation.page, perPage: operation.perPage, total: items.count),
+            items: items, source: fresh ? .cache : .network, lastSynced: lastSynced)
+        if !fresh { post(SenbeiNotification.didRetrieve(kind), payload: result, entity: kind) }
+        return result
+    }
+
+    private func isFresh(_ lastSynced: Date) -> Bool {
+        let age = controller.configuration.currentDate().timeIntervalSince(lastSynced)
+        let (seconds, attoseconds) = Self.listMaxAge.components
+        // A clock set back makes the age negative: trust the cache then, as CachePolicy does.
+        return age <= Double(seconds) + Double(attoseconds) / 1e18
+    }
+
+    // MARK: - Tasks, comments, activities
+
+    /// Fetches the open tasks, then returns them from the cache. Posts `senbeiDidRetrieveTasks`.
+    public func loadTasks() async throws(DepotError) -> [CRMTask] {
+        _ = try await run(FetchTasks())
+        let tasks = try await store.read { db in try CRMTask.open.fetchAll(db) }
+        post(.senbeiDidRetrieveTasks, payload: tasks)
+        return tasks
+    }
+
+    /// Marks the task done on the server and in the cache. Posts `senbeiDidMarkTaskAsDone`.
+    @discardableResult
+    public func markTaskDone(id: Int) async throws(DepotError) -> CRMTask {
+        let task = try await run(MarkTaskDone(id: id))
+        post(.senbeiDidMarkTaskAsDone, payload: task, entity: task.id)
+        return task
+    }
+
+    /// Creates a task (due "as soon as possible" without `due`). Posts `senbeiDidCreateTask`.
+    /// - Parameter due: `yyyy-MM-dd`; the server refuses other forms with a 422.
+    @discardableResult
+    public func createTask(name: String, due: String? = nil) async throws(DepotError) -> CRMTask {
+        let task = try await run(CreateTask(name: name, due: due))
+        post(.senbeiDidCreateTask, payload: task, entity: task.id)
+        return task
+    }
+
+    /// Creates a contact. Posts `senbeiDidCreateContact`.
+    @discardableResult
+    public func createContact(name: String, email: String? = nil) async throws(DepotError) -> Entity {
+        let contact = try await run(CreateContact(name: name, email: email))
+        post(.senbeiDidCreateContact, payload: contact, entity: contact.id)
+        return contact
+    }
+
+    /// Fetches the comments on `subject`, then returns them from the cache. Posts `senbeiDidRetrieveComments`.
+    public func loadComments(on subject: Commentable) async throws(DepotError) -> [CRMComment] {
+        _ = try await run(FetchComments(on: subject))
+        let comments = try await store.read { db in try CRMComment.on(subject).fetchAll(db) }
+        post(.senbeiDidRetrieveComments, payload: comments, entity: subject)
+        return comments
+    }
+
+    /// Posts a comment on `subject`. Posts `senbeiDidPostComment`.
+    @discardableResult
+    public func postComment(on subject: Commentable, text: String) async throws(DepotError) -> CRMComment {
+        let comment = try await run(PostComment(on: subject, text: text))
+        post(.senbeiDidPostComment, payload: comment, entity: subject)
+        return comment
+    }
+
+    /// Deletes a comment. Posts `senbeiDidDeleteComment`.
+    public func deleteComment(id: Int) async throws(DepotError) {
+        let id = try await run(DeleteComment(id: id))
+        post(.senbeiDidDeleteComment, payload: id, entity: id)
+    }
+
+    /// Fetches the activity stream, then returns it from the cache, newest first.
+    /// Posts `senbeiDidRetrieveActivities`.
+    public func loadActivities() async throws(DepotError) -> [CRMActivity] {
+        _ = try await run(FetchActivities())
+        let activities = try await store.read { db in try CRMActivity.newestFirst.fetchAll(db) }
+        post(.senbeiDidRetrieveActivities, payload: activities)
+        return activities
+    }
+}

@@ -1,0 +1,41 @@
+import Depot
+import Foundation
+import Synchronization
+
+/// The user name and password Senbei signs in with, changeable while the
+/// controller runs (the CLI asks again after a refused sign-in).
+///
+/// The controller gets them through ``adapter(for:)``: HTTP Basic on every
+/// request to the server's origin, and to no other.
+///
+/// For example:
+///
+/// ```swift
+/// let credentials = SenbeiCredentials(username: "admin", password: "secret")
+/// let configuration = NetworkController.Configuration(baseURL: server, adapters: [credentials.adapter(for: server)])
+/// ```
+public final class SenbeiCredentials: Sendable {
+    private let current: Mutex<(username: String, password: String)>
+
+    /// Makes credentials.
+    public init(username: String, password: String) {
+        current = Mutex((username, password))
+    }
+
+    /// The user name now.
+    public var username: String { current.withLock { $0.username } }
+
+    /// Replaces the user name and password; the next request carries them.
+    public func set(username: String, password: String) {
+        current.withLock { $0 = (username, password) }
+    }
+
+    /// An adapter that attaches `Authorization: Basic …` with the current
+    /// credentials to requests for `server`'s origin only.
+    public func adapter(for server: URL) -> Credentials {
+        Credentials(for: server) { [self] in
+            let (username, password) = current.withLock { $0 }
+            return "Basic " + Data("\(username):\(password)".utf8).base64EncodedString()
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import Depot
+import Foundation
+
+/// Turns Senbei's state into terminal text. In SenbeiKit so tests can call it;
+/// the `senbei` command prints what it returns.
+public enum SenbeiPresentation {
+    /// A page of a list: a heading with where it came from, then one line per record.
+    ///
+    /// ```
+    /// Contacts · page 2 of 3 (60 in all) · from the cache, synced 2 min ago
+    ///   #21  Ann Smith            ann.smith@example.com       Hooli
+    /// ```
+    public static func pageLines(_ page: EntityPage, now: Date) -> [String] {
+        let info = page.info
+        var heading = "\(info.kind.rawValue.capitalized) · page \(info.page) of \(info.pageCount) (\(info.total) in all)"
+        switch page.source {
+        case .network: heading += " · from the server"
+        case .cache: heading += " · from the cache" + (page.lastSynced.map { ", synced \(relative($0, now: now))" } ?? "")
+        }
+        var lines = [heading]
+        lines += page.items.map { "  " + entityLine($0) }
+        if page.items.isEmpty { lines.append("  (nothing on this page)") }
+        return lines
+    }
+
+    /// One record: its identifier, name, e-mail and company in columns.
+    public static func entityLine(_ entity: Entity) -> String {
+        let id = pad("#\(entity.id)", 7)
+        let name = pad(entity.name, 32)
+        let email = pad(entity.email ?? "", 30)
+        return (id + name + email + (entity.company ?? "")).trimmingTrailingSpaces
+    }
+
+    /// Search results: a count line, then one line per contact.
+    public static func searchLines(_ matches: ContactMatches) -> [String] {
+        let count = matches.total == 1 ? "1 contact matches" : "\(matches.total) contacts match"
+        var lines = ["\(count) \"\(matches.query)\"" + (matches.total > matches.contacts.count ? " (first \(matches.contacts.count) shown)" : "")]
+        lines += matches.contacts.map { "  " + entityLine($0) }
+        return lines
+    }
+
+    /// The task list under its bucket headings, as `TaskBuckets` groups it.
+    ///
+    /// ```
+    /// Overdue
+    ///   #1  Call Ann Smith (due 2025-12-29)
+    /// Due ASAP
+    ///   #11  Send quote
+    /// ```
+    public static func taskLines(_ groups: [TaskGroup]) -> [String] {
+        guard !groups.isEmpty else { return ["No open tasks."] }
+        var lines: [String] = []
+        for group in groups {
+            lines.append("\(group.bucket.title) (\(group.tasks.count))")
+            for task in group.tasks {
+                lines.append("  " + pad("#\(task.id)", 7) + task.name + (task.due.map { " (due \($0))" } ?? ""))
+            }
+        }
+        return lines
+    }
+
+    /// The comments on a record, oldest first.
+    public static func commentLines(_ comments: [CRMComment], on subject: Commentable) -> [String] {
+        guard !comments.isEmpty else { return ["No comments on \(subject)."] }
+        return ["Comments on \(subject):"] + comments.map { "  " + pad("#\($0.id)", 8) + $0.text }
+    }
+
+    /// The activity stream, newest first.
+    public static func activityLines(_ activities: [CRMActivity]) -> [String] {
+        guard !activities.isEmpty else { return ["No activity yet."] }
+        return activities.map { "  " + pad($0.action, 11) + $0.subject }
+    }
+
+    /// One sentence for a failure, for people: the server's own words for a
+    /// refused change, "bad username or password" for a 401, and Depot's
+    /// description for anything else.
+    ///
+    /// - Parameters:
+    ///   - error: The failure.
+    ///   - server: The server's URL, named when it cannot be reached.
+    public static func message(for error: DepotError, server: URL? = nil) -> String {
+        let place = server.map { " at \($0.absoluteString)" } ?? ""
+        switch error.code {
+        case .unauthorized:
+            return "Login failed: bad username or password."
+        case .offline, .connectionLost:
+            return "Cannot reach the Senbei server\(place)."
+        case .timedOut:
+            return "The Senbei server\(place) did not answer in time."
+        default:
+            if let reasons = error.validationErrors {
+                // The server's own words, as it wrote them: "name can't be blank".
+                return error.status == 422 ? "Not saved: \(reasons.description)." : sentence(reasons.description)
+            }
+            return sentence(error.description)
+        }
+    }
+
+    /// How long ago `date` was: `just now`, `5 min ago`, `3 h ago`, `2 days ago`.
+    public static func relative(_ date: Date, now: Date) -> String {
+        let seconds = Int(now.timeIntervalSince(date))
+        switch seconds {
+        case ..<60: return "just now"
+        case ..<3600: return "\(seconds / 60) min ago"
+        case ..<86_400: return "\(seconds / 3600) h ago"
+        default: return seconds / 86_400 == 1 ? "1 day ago" : "\(seconds / 86_400) days ago"
+        }
+    }
+
+    /// `text` padded with spaces to `width` characters (or cut, with an ellipsis, to fit).
+    public static func pad(_ text: String, _ width: Int) -> String {
+        if text.count >= width { return String(text.prefix(max(0, width - 2))) + "… " }
+        return text + String(repeating: " ", count: width - text.count)
+    }
+
+    private static func sentence(_ text: String) -> String {
+        guard let first = text.first else { return text }
+        let capitalized = first.uppercased() + text.dropFirst()
+        return capitalized.hasSuffix(".") ? capitalized : capitalized + "."
+    }
+}
+
+extension String {
+    var trimmingTrailingSpaces: String {
+        var text = self
+        while text.last == " " { text.removeLast() }
+        return text
+    }
+}

@@ -1,0 +1,61 @@
+import Depot
+import DepotStore
+import GRDB
+
+/// The Senbei cache's schema: the `entity`, `entityPage`, `comment`, `task` and
+/// `activity` tables.
+///
+/// For example:
+///
+/// ```swift
+/// let store = try Store(path: cacheFile.path, migrator: SenbeiSchema.migrator)
+/// var configuration = NetworkController.Configuration(baseURL: server, transport: transport)
+/// configuration.store = store
+/// ```
+public enum SenbeiSchema {
+    /// The migrations that create (and later evolve) the Senbei tables.
+    public static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("senbei-v1") { db in
+            try db.create(table: Entity.databaseTableName) { t in
+                t.column("kind", .text).notNull()
+                t.column("id", .integer).notNull()
+                t.column("name", .text).notNull()
+                t.column("email", .text)
+                t.column("company", .text)
+                t.column("page", .integer)
+                t.column("position", .integer).notNull()
+                t.primaryKey(["kind", "id"])
+            }
+            // Serves Entity.onPage(_:_:) without a sort step.
+            try db.execute(sql: "CREATE INDEX entity_byPage ON entity(kind, page, position, id)")
+            try db.create(table: PageInfo.databaseTableName) { t in
+                t.column("kind", .text).notNull()
+                t.column("page", .integer).notNull()
+                t.column("perPage", .integer).notNull()
+                t.column("total", .integer).notNull()
+                t.primaryKey(["kind", "page"])
+            }
+            try db.create(table: CRMComment.databaseTableName) { t in
+                t.primaryKey("id", .integer)
+                t.column("commentableType", .text).notNull()
+                t.column("commentableId", .integer).notNull()
+                t.column("text", .text).notNull()
+            }
+            try db.execute(sql: "CREATE INDEX comment_bySubject ON comment(commentableType, commentableId, id)")
+            try db.create(table: CRMTask.databaseTableName) { t in
+                t.primaryKey("id", .integer)
+                t.column("name", .text).notNull()
+                t.column("due", .text)
+                t.column("completed", .boolean).notNull().defaults(to: false)
+            }
+            try db.create(table: CRMActivity.databaseTableName) { t in
+                t.primaryKey("id", .integer)
+                t.column("action", .text).notNull()
+                t.column("subject", .text).notNull()
+                t.column("position", .integer).notNull().indexed()
+            }
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,150 @@
+// senbei: a Fat Free CRM-like client built on Depot (MVC-N).
+//
+// The view layer (this target) prints what SenbeiKit reads from the cache;
+// SenbeiKit's operations fill the cache. With no --server it starts the
+// embedded depot-server on 127.0.0.1, so it needs no internet.
+import ArgumentParser
+import DemoServer
+import Depot
+import DepotStore
+import ExampleSupport
+import Foundation
+import SenbeiKit
+
+@main
+struct SenbeiCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "senbei",
+        abstract: "A small CRM client built on Depot: accounts, contacts, leads, opportunities, campaigns, tasks and comments.",
+        discussion: """
+            With no --server, it starts the embedded depot-server on 127.0.0.1 (user admin, password secret); \
+            the embedded server forgets changes when senbei exits. Lists come from the cache while it is \
+            younger than five minutes. With no subcommand, it opens the interactive contact search.
+            """,
+        subcommands: [
+            SearchCommand.self, LoginCommand.self,
+            AccountsCommand.self, ContactsCommand.self, LeadsCommand.self, OpportunitiesCommand.self, CampaignsCommand.self,
+            CommentsCommand.self, CommentCommand.self, UncommentCommand.self,
+            TasksCommand.self, DoneCommand.self, NewTaskCommand.self, NewContactCommand.self, ActivitiesCommand.self,
+        ],
+        defaultSubcommand: SearchCommand.self)
+}
+
+/// The options every subcommand takes: where the server is, who signs in, where the cache is.
+struct ServerOptions: ParsableArguments {
+    @Option(help: "The Senbei server's base URL (default: start the embedded depot-server on 127.0.0.1).")
+    var server: String?
+
+    @Option(help: "The user name to sign in with.")
+    var user = "admin"
+
+    @Option(help: "The password to sign in with.")
+    var password = "secret"
+
+    @Option(help: "The cache file (default: $XDG_CACHE_HOME/senbei/cache.sqlite or ~/.cache/senbei/cache.sqlite).")
+    var cache: String?
+}
+
+/// A failure told in one sentence: printed on standard error, exit status 1.
+struct Failure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// One run of senbei: the server (embedded or given), the store, the controller
+/// and the app, torn down in order whatever happens.
+@MainActor
+struct Session {
+    let app: SenbeiApp
+    let serverURL: URL
+
+    /// Builds a session, runs `body`, and shuts everything down. A failure
+    /// is printed as one sentence on standard error and exits with status 1.
+    static func run(_ options: ServerOptions, _ body: @MainActor (Session) async throws -> Void) async throws {
+        let cacheFile = try ExampleSupport.cacheFile(app: "senbei", path: options.cache)
+        let store = try Store(path: cacheFile.path, migrator: SenbeiSchema.migrator)
+
+        var embedded: DemoServer?
+        let serverURL: URL
+        if let server = options.server {
+            guard let url = URL(string: server), url.scheme != nil, url.host != nil else { throw ValidationError("--server needs an absolute URL, such as http://127.0.0.1:8080") }
+            serverURL = url
+        } else {
+            do {
+                let started = try await DemoServer.start(.init(port: 0, epoch: Date()))
+                embedded = started
+                serverURL = started.baseURL
+            } catch {
+                throw Failure("Cannot start the embedded depot-server (\(error)); give --server URL.")
+            }
+        }
+
+        let credentials = SenbeiCredentials(username: options.user, password: options.password)
+        let configuration = SenbeiApp.configuration(server: serverURL, transport: ExampleSupport.liveTransport(), credentials: credentials, store: store, notificationCenter: nil)
+        let controller = NetworkController(configuration: configuration)
+        var failure: (any Error)?
+        do {
+            let app = try SenbeiApp(controller: controller, credentials: credentials, notificationCenter: NotificationCenter())
+            try await body(Session(app: app, serverURL: serverURL))
+        } catch {
+            failure = error
+        }
+        _ = await controller.shutdown(grace: .seconds(5))
+        await embedded?.stop()
+        switch failure {
+        case nil:
+            return
+        case let error as DepotError:
+            printError(SenbeiPresentation.message(for: error, server: serverURL))
+            throw ExitCode.failure
+        case let error as Failure:
+            printError(error.description)
+            throw ExitCode.failure
+        case let error?:
+            throw error
+        }
+    }
+
+    /// Runs `work`; when the server refuses the credentials, asks for new ones
+    /// on a terminal (three tries) and runs it again. Without a terminal, the
+    /// refusal ends the run.
+    func withLogin<T>(_ work: @MainActor () async throws -> T) async throws -> T {
+        var tries = 0
+        while true {
+            do {
+                return try await work()
+            } catch {
+                guard Self.isRefusal(error) else { throw error }
+            }
+            tries += 1
+            guard Prompt.isAvailable, tries < 3 else {
+                throw Failure("Login failed: the server refused user \"\(app.username)\" with that password; try --user and --password.")
+            }
+            printError("Login failed: bad username or password.")
+            let user = Prompt.ask("User: ") ?? ""
+            let password = Prompt.ask("Password: ", secret: true) ?? ""
+            let outcome: DepotError?
+            do {
+                try await app.login(username: user, password: password)
+                outcome = nil
+            } catch {
+                outcome = error
+            }
+            if let outcome, outcome.code != .unauthorized { throw outcome }
+        }
+    }
+
+    private static func isRefusal(_ error: any Error) -> Bool {
+        (error as? DepotError)?.code == .unauthorized
+    }
+
+    /// Prints `lines` on standard output.
+    func print(_ lines: [String]) {
+        FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+    }
+}
+
+/// Prints `text` on standard error, prefixed with `senbei: `.
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data("senbei: \(text)\n".utf8))
+}

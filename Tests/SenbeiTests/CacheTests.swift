@@ -1,0 +1,76 @@
+import DemoServer
+import Depot
+import DepotStore
+import DepotTesting
+import Foundation
+import GRDB
+import SenbeiKit
+import Testing
+
+/// Pagination and freshness: a page is its own cache entry, fresh for five
+/// minutes of the controller's wall clock (a `ManualDate` here, never a sleep).
+@Suite(.timeLimit(.minutes(2)))
+@MainActor
+struct CacheTests {
+    @Test func aFreshPageComesFromTheCacheWithoutASecondRequest() async throws {
+        let date = ManualDate()
+        try await withSenbei(date: date) { f in
+            // Given page 2 fetched once
+            let first = try await f.app.loadPage(.contacts, page: 2)
+            #expect(first.source == .network)
+            #expect(first.info.page == 2 && first.items.count == 20)
+            #expect(first.items.map(\.id) == Array(21...40))
+            #expect(f.served("GET /contacts") == 1)
+
+            // When it is asked for again within five minutes
+            date.advance(by: 299)
+            f.log.clear()
+            let second = try await f.app.loadPage(.contacts, page: 2)
+
+            // Then it comes from the cache: same rows, no request, no announcement
+            #expect(second.source == .cache)
+            #expect(second.items == first.items)
+            #expect(second.lastSynced == first.lastSynced)
+            #expect(f.served("GET /contacts") == 1)
+            #expect(f.log.names.isEmpty)
+
+            // And another page is another entry
+            let pageOne = try await f.app.loadPage(.contacts, page: 1)
+            #expect(pageOne.source == .network && pageOne.items.map(\.id) == Array(1...20))
+            #expect(f.served("GET /contacts") == 2)
+        }
+    }
+
+    @Test func aStalePageOrAnExplicitRefreshAsksTheServer() async throws {
+        let date = ManualDate()
+        try await withSenbei(date: date) { f in
+            _ = try await f.app.loadPage(.leads, page: 3)
+            #expect(f.served("GET /leads") == 1)
+
+            // Older than five minutes: fetched again
+            date.advance(by: 301)
+            let stale = try await f.app.loadPage(.leads, page: 3)
+            #expect(stale.source == .network)
+            #expect(f.served("GET /leads") == 2)
+
+            // Fresh, but the user asked
+            let refreshed = try await f.app.loadPage(.leads, page: 3, refresh: true)
+            #expect(refreshed.source == .network)
+            #expect(f.served("GET /leads") == 3)
+            #expect(refreshed.info.pageCount == (refreshed.info.total + 19) / 20)
+        }
+    }
+
+    @Test func aPageWrittenAgainReplacesItsRowsOnly() async throws {
+        try await withSenbei { f in
+            _ = try await f.app.loadPage(.campaigns, page: 1)
+            _ = try await f.app.loadPage(.campaigns, page: 2)
+            _ = try await f.app.loadPage(.campaigns, page: 1, refresh: true)
+            let counts = try await f.store.read { db in
+                (try Entity.onPage(.campaigns, 1).fetchCount(db), try Entity.onPage(.campaigns, 2).fetchCount(db),
+                 try Entity.filter(Column("kind") == "campaigns").fetchCount(db))
+            }
+            #expect(counts.0 == 20 && counts.1 == 20 && counts.2 == 40)
+        }
+    }
+}

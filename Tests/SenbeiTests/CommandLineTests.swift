@@ -1,0 +1,123 @@
+import CLITestSupport
+import DemoServer
+import Foundation
+import Testing
+
+/// The `senbei` executable, run as a user runs it, against an in-process server.
+@Suite(.timeLimit(.minutes(2)))
+struct CommandLineTests {
+    /// Runs senbei against `server` with a cache in `folder`.
+    static func senbei(_ arguments: [String], server: DemoServer, folder: URL) async throws -> ChildResult {
+        try await Executables.run("senbei", arguments + ["--server", server.baseURL.absoluteString, "--cache", folder.appending(path: "cache.sqlite").path])
+    }
+
+    static func requests(_ server: DemoServer, _ route: String) -> Int {
+        server.currentStats.requests.filter { $0.key.contains(route) }.values.reduce(0, +)
+    }
+
+    @Test func pageTwoComesFromTheCacheTheSecondTime() async throws {
+        let folder = try Executables.temporaryFolder("senbei-cli")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await DemoServer.withRunning(.init(port: 0, seed: 7)) { server in
+            let first = try await Self.senbei(["contacts", "--page", "2"], server: server, folder: folder)
+            #expect(first.status == 0, "\(first.error)")
+            let lines = first.output.split(separator: "\n")
+            #expect(lines.first?.hasPrefix("Contacts · page 2 of 3") == true, "\(first.output)")
+            #expect(lines.first?.hasSuffix("from the server") == true)
+            #expect(lines.count == 21)
+            #expect(lines.dropFirst().first?.contains("#21") == true)
+
+            let second = try await Self.senbei(["contacts", "--page", "2"], server: server, folder: folder)
+            #expect(second.status == 0, "\(second.error)")
+            #expect(second.output.split(separator: "\n").first?.contains("from the cache, synced just now") == true, "\(second.output)")
+            #expect(second.output.split(separator: "\n").dropFirst() == lines.dropFirst())
+
+            // One sign-in and one list request in all: the second run made none
+            #expect(Self.requests(server, "GET /contacts") == 1)
+            #expect(Self.requests(server, "GET /profile") == 1)
+
+            let refreshed = try await Self.senbei(["contacts", "--page", "2", "--refresh"], server: server, folder: folder)
+            #expect(refreshed.output.split(separator: "\n").first?.hasSuffix("from the server") == true)
+            #expect(Self.requests(server, "GET /contacts") == 2)
+        }
+    }
+
+    @Test func aValidationErrorIsTheServersSentenceAndExitsNonZero() async throws {
+        let folder = try Executables.temporaryFolder("senbei-cli")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await DemoServer.withRunning(.init(port: 0, seed: 7)) { server in
+            let run = try await Self.senbei(["new-task", " "], server: server, folder: folder)
+            #expect(run.status == 1)
+            #expect(run.output.isEmpty)
+            #expect(run.error == "senbei: Not saved: name can't be blank.\n")
+
+            let missing = try await Self.senbei(["done", "999"], server: server, folder: folder)
+            #expect(missing.status == 1)
+            #expect(missing.error == "senbei: There is no task 999.\n")
+        }
+    }
+
+    @Test func aBadPasswordWithoutATerminalExitsWithOneSentence() async throws {
+        let folder = try Executables.temporaryFolder("senbei-cli")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await DemoServer.withRunning(.init(port: 0, seed: 7)) { server in
+            let run = try await Self.senbei(["login", "--password", "wrong"], server: server, folder: folder)
+            #expect(run.status == 1)
+            #expect(run.error == "senbei: Login failed: the server refused user \"admin\" with that password; try --user and --password.\n")
+            let good = try await Self.senbei(["login"], server: server, folder: folder)
+            #expect(good.status == 0, "\(good.error)")
+            #expect(good.output.contains("as Admin User (admin, admin@example.com)"))
+        }
+    }
+
+    @Test func anUnreachableServerIsOneSentence() async throws {
+        let folder = try Executables.temporaryFolder("senbei-cli")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // Port 1 (tcpmux) has no listener here: the connection is refused at once.
+        let url = try #require(URL(string: "http://127.0.0.1:1"))
+        let run = try await Executables.run("senbei", ["tasks", "--server", url.absoluteString, "--cache", folder.appending(path: "c.sqlite").path])
+        #expect(run.status == 1)
+        #expect(run.error == "senbei: Cannot reach the Senbei server at \(url.absoluteString).\n")
+    }
+
+    @Test func tasksSearchCommentsAndChanges() async throws {
+        let folder = try Executables.temporaryFolder("senbei-cli")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await DemoServer.withRunning(.init(port: 0, seed: 7, epoch: Date())) { server in
+            // Tasks, under their buckets
+            let tasks = try await Self.senbei(["tasks"], server: server, folder: folder)
+            #expect(tasks.status == 0, "\(tasks.error)")
+            for heading in ["Overdue (2)", "Due ASAP (2)", "Today (2)", "Tomorrow (1)", "Later"] {
+                #expect(tasks.output.contains(heading), "\(heading) in \(tasks.output)")
+            }
+
+            // Search
+            let search = try await Self.senbei(["search", "ann"], server: server, folder: folder)
+            #expect(search.status == 0, "\(search.error)")
+            #expect(search.output.hasPrefix("4 contacts match \"ann\"") || search.output.contains("match \"ann\""), "\(search.output)")
+
+            // Comment, list, delete
+            let posted = try await Self.senbei(["comment", "--contact", "3", "Called, no answer"], server: server, folder: folder)
+            #expect(posted.status == 0, "\(posted.error)")
+            let id = try #require(posted.output.split(separator: "#").last?.split(separator: " ").first.flatMap { Int($0) }, "\(posted.output)")
+            let listed = try await Self.senbei(["comments", "--contact", "3"], server: server, folder: folder)
+            #expect(listed.output.contains("#\(id)") && listed.output.contains("Called, no answer"), "\(listed.output)")
+            let deleted = try await Self.senbei(["uncomment", "\(id)"], server: server, folder: folder)
+            #expect(deleted.output == "Deleted comment #\(id).\n")
+            let none = try await Self.senbei(["comments", "--contact", "3"], server: server, folder: folder)
+            #expect(none.output == "No comments on contact 3.\n")
+
+            // New task, new contact, done, and the activity stream that tells it all
+            let task = try await Self.senbei(["new-task", "Send the contract", "--due", "2030-01-02"], server: server, folder: folder)
+            #expect(task.output.hasSuffix("Send the contract, due 2030-01-02.\n"), "\(task.output)")
+            let contact = try await Self.senbei(["new-contact", "Zoe Quinn", "--email", "zoe@example.com"], server: server, folder: folder)
+            #expect(contact.output.hasSuffix("Zoe Quinn.\n"), "\(contact.output)")
+            let done = try await Self.senbei(["done", "1"], server: server, folder: folder)
+            #expect(done.output.hasPrefix("Done: #1 "), "\(done.output)")
+            let activities = try await Self.senbei(["activities"], server: server, folder: folder)
+            let lines = activities.output.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
+            #expect(lines.prefix(3).map { $0.split(separator: " ").first.map(String.init) ?? "" } == ["completed", "created", "created"], "\(activities.output)")
+            #expect(lines.contains("created contact Zoe Quinn"))
+        }
+    }
+}

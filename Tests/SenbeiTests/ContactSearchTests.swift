@@ -1,0 +1,115 @@
+import DemoServer
+import Depot
+import DepotTesting
+import Foundation
+import SenbeiKit
+import Testing
+
+/// Cancel-previous search. The server's clock is a `ManualClock` and `/contacts`
+/// has 1 s of latency on it, so no search can be answered until the test moves
+/// that clock: every search overlaps every other, whatever the machine's speed.
+@Suite(.timeLimit(.minutes(2)))
+@MainActor
+struct ContactSearchTests {
+    @Test func onlyTheLastOfTenSearchesIsShownAndTheOthersAreCancelled() async throws {
+        let serverClock = ManualClock()
+        try await withSenbei(server: .init(seed: 1), serverClock: serverClock) { f in
+            try await f.app.login()
+            try await f.control(route: "/contacts", latencyMs: 1000)
+            let search = ContactSearch(app: f.app)
+            let events = f.controller.events
+            let watcher = Task {
+                var outcomes: [Ticket.ID: String] = [:]
+                for await event in events where event.operation == "SearchContacts" {
+                    switch event.kind {
+                    case .cancelled: outcomes[event.ticket] = "cancelled"
+                    case .finished: outcomes[event.ticket] = "finished"
+                    case .failed(let error): outcomes[event.ticket] = "failed: \(error)"
+                    default: continue
+                    }
+                    if outcomes.count == 10 { break }
+                }
+                return outcomes
+            }
+
+            // Given ten keystrokes, each a search, typed while the server holds every answer
+            var tickets: [Ticket] = []
+            for character in "ann nakamu" {
+                search.type(character)
+                tickets.append(try #require(search.currentTicket))
+                await Task.yield()
+            }
+            #expect(Set(tickets).count == 10)
+            #expect(search.isSearching && search.matches == nil)
+
+            // When the server's clock moves on (as often as a request waits on it) until the last search is answered
+            let advancer = ServerClockDrainer.start(serverClock)
+            await search.settled()
+            await ServerClockDrainer.stop(advancer, on: serverClock)
+
+            // Then only the last query's answer is shown, and announced once
+            #expect(search.query == "ann nakamu")
+            #expect(search.matches?.query == "ann nakamu")
+            #expect(!search.contacts.isEmpty)
+            #expect(search.contacts.allSatisfy { $0.name.lowercased().contains("ann nakamu") })
+            #expect(search.lastError == nil)
+            let found = f.log.all.filter { $0.name == .senbeiDidFindContacts }
+            #expect(found.count == 1)
+            #expect((found.first?.payload as? ContactMatches)?.query == "ann nakamu")
+
+            // And the nine earlier tickets were cancelled, the last one finished
+            let outcomes = await watcher.value
+            for ticket in tickets.dropLast() {
+                #expect(outcomes[ticket.id] == "cancelled", "\(ticket)")
+            }
+            #expect(outcomes[tickets[9].id] == "finished")
+            #expect(f.served("GET /contacts") <= 10, "a cancelled search that never left the queue never reached the server")
+        }
+    }
+
+    @Test func clearingTheQueryCancelsTheSearchAndShowsNothing() async throws {
+        let serverClock = ManualClock()
+        try await withSenbei(server: .init(seed: 1), serverClock: serverClock) { f in
+            try await f.app.login()
+            try await f.control(route: "/contacts", latencyMs: 1000)
+            let search = ContactSearch(app: f.app)
+            let events = f.controller.events
+            search.type("a")
+            let ticket = try #require(search.currentTicket)
+            search.deleteBackward()
+
+            // The query is empty: nothing is out, nothing is shown, and no answer will come
+            #expect(search.query.isEmpty && !search.isSearching && search.currentTicket == nil)
+            await search.settled()
+            #expect(search.matches == nil)
+            var outcome: NetworkEvent.Kind?
+            for await event in events where event.ticket == ticket.id && event.kind.isTerminal {
+                outcome = event.kind
+                break
+            }
+            #expect(outcome.map { "\($0)" } == "cancelled")
+        }
+    }
+
+    @Test func aFailedSearchShowsItsErrorAndIsReported() async throws {
+        try await withSenbei { f in
+            try await f.app.login()
+            f.credentials.set(username: "admin", password: "changed")
+            let search = ContactSearch(app: f.app)
+            search.update(query: "ann")
+            await search.settled()
+            #expect(search.lastError?.code == .unauthorized)
+            #expect(f.log.names == [.senbeiDidLogin, .senbeiDidFailLogin])
+        }
+    }
+}
+
+extension NetworkEvent.Kind {
+    /// Whether the ticket's story ends with this event.
+    var isTerminal: Bool {
+        switch self {
+        case .finished, .failed, .cancelled: true
+        default: false
+        }
+    }
+}

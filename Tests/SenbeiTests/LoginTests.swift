@@ -1,0 +1,71 @@
+import DemoServer
+import Depot
+import DepotStore
+import DepotTesting
+import Foundation
+import SenbeiKit
+import Testing
+
+/// Sign-in: data work waits for it, a refusal cancels what waits.
+@Suite(.timeLimit(.minutes(2)))
+@MainActor
+struct LoginTests {
+    @Test func aRefusedLoginPostsLoginFailedAndCancelsTheQueue() async throws {
+        try await withSenbei(password: "wrong") { f in
+            // Given three fetches queued before anyone signed in (data work is held)
+            let outcomes = Outcomes<CacheUpdate<Int>>()
+            for kind in [EntityKind.contacts, .accounts, .leads] {
+                f.controller.enqueue(FetchList(kind)) { result in outcomes.record(result) }
+            }
+            #expect(f.controller.activity.queued == 3)
+
+            // When the server refuses the credentials
+            let error = await #expect(throws: DepotError.self) { try await f.app.login() }
+            #expect(error?.code == .unauthorized)
+
+            // Then login-failed is posted with the error, and the queued work fails as cancelled
+            await outcomes.wait(for: 3)
+            #expect(outcomes.results.allSatisfy { $0.failure?.code == .cancelled }, "\(outcomes.results)")
+            #expect(f.log.names == [.senbeiDidFailLogin])
+            #expect(f.log.last(.senbeiDidFailLogin)?.error?.code == .unauthorized)
+            #expect(f.app.profile == nil)
+
+            // And the server saw the sign-in only
+            #expect(f.served("/profile") == 1)
+            #expect(f.served("/contacts") + f.served("/accounts") + f.served("/leads") == 0)
+            #expect(f.controller.activity.queued == 0)
+
+            // When the right password is given, work goes through again
+            try await f.app.login(username: "admin", password: "secret")
+            let page = try await f.app.loadPage(.contacts)
+            #expect(page.items.count == 20)
+            #expect(f.log.names == [.senbeiDidFailLogin, .senbeiDidLogin, .senbeiDidRetrieveContacts])
+        }
+    }
+
+    @Test func aRefusalLaterInTheSessionSignsOutAndSaysSo() async throws {
+        try await withSenbei { f in
+            try await f.app.login()
+            // Given the password changed on the server (here: the client's credentials)
+            f.credentials.set(username: "admin", password: "changed")
+
+            // When a list is refreshed, the 401 is a failed login, not a generic error
+            let error = await #expect(throws: DepotError.self) { try await f.app.loadPage(.contacts, refresh: true) }
+            #expect(error?.code == .unauthorized)
+            #expect(f.log.names == [.senbeiDidLogin, .senbeiDidFailLogin])
+            #expect(f.app.profile == nil)
+            #expect(f.controller.pausedCategories.contains(.senbei), "data work waits for the next sign-in")
+            #expect(error.map { SenbeiPresentation.message(for: $0) } == "Login failed: bad username or password.")
+        }
+    }
+
+    @Test func concurrentCallsShareOneSignIn() async throws {
+        try await withSenbei { f in
+            async let contacts = f.app.loadPage(.contacts)
+            async let accounts = f.app.loadPage(.accounts)
+            _ = try await (contacts, accounts)
+            #expect(f.served("/profile") == 1)
+            #expect(f.log.names.filter { $0 == .senbeiDidLogin }.count == 1)
+        }
+    }
+}

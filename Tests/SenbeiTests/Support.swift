@@ -1,0 +1,182 @@
+import DemoServer
+import Depot
+import DepotAsyncHTTPClient
+import DepotStore
+import DepotTesting
+import Foundation
+import SenbeiKit
+import Testing
+
+/// One Senbei notification as observed: its name and the userInfo values Senbei documents.
+struct Posted {
+    var name: Notification.Name
+    var payload: Any?
+    var entity: Any?
+    var error: DepotError?
+    var operation: String?
+}
+
+/// Records every Senbei notification posted on a center. Senbei posts on the
+/// main actor, synchronously, so the observer runs there too.
+@MainActor
+final class NotificationLog {
+    private var entries: [Posted] = []
+    let center = NotificationCenter()
+
+    init() {
+        for name in SenbeiNotification.allNames {
+            _ = center.addObserver(forName: name, object: nil, queue: nil) { [weak self] note in
+                let info = note.userInfo ?? [:]
+                let name = note.name
+                let error = info[SenbeiNotification.UserInfoKey.error] as? DepotError
+                let operation = info[SenbeiNotification.UserInfoKey.operation] as? String
+                nonisolated(unsafe) let payload = info[SenbeiNotification.UserInfoKey.payload]
+                nonisolated(unsafe) let entity = info[SenbeiNotification.UserInfoKey.entity]
+                // Safe: SenbeiApp posts on the main actor, and observers without a queue run on the poster's thread.
+                MainActor.assumeIsolated {
+                    self?.entries.append(Posted(name: name, payload: payload, entity: entity, error: error, operation: operation))
+                }
+            }
+        }
+    }
+
+    /// Everything posted so far, in order.
+    var all: [Posted] { entries }
+    /// The names posted so far, in order.
+    var names: [Notification.Name] { entries.map(\.name) }
+    /// The last notification named `name`.
+    func last(_ name: Notification.Name) -> Posted? { entries.last { $0.name == name } }
+    /// Forgets what was posted.
+    func clear() { entries.removeAll() }
+}
+
+/// Everything a Senbei test needs: a real server on 127.0.0.1 port 0, a real
+/// SQLite file, a controller over AsyncHTTPClient, the app and its notifications.
+@MainActor
+struct Fixture {
+    let server: DemoServer
+    let store: Store
+    let controller: NetworkController
+    let app: SenbeiApp
+    let credentials: SenbeiCredentials
+    let log: NotificationLog
+    let date: ManualDate
+
+    /// Requests the server answered whose route contains `route` (`GET /contacts`).
+    func served(_ route: String) -> Int {
+        server.currentStats.requests.filter { $0.key.contains(route) }.values.reduce(0, +)
+    }
+
+    /// Sets the link's conditions for one route (`POST /_control`).
+    func control(route: String, latencyMs: Int) async throws {
+        try await ServerControl.send(to: server, route: route, latencyMs: latencyMs)
+    }
+}
+
+/// Runs `body` with a fresh ``Fixture`` and tears everything down.
+///
+/// - Parameter serverClock: The server's clock, when the test holds requests on
+///   it. After `body`, it is moved on whenever a request waits on it, until the
+///   server has stopped: a graceful stop waits for every request in flight, and
+///   a superseded search may still be sleeping on that clock.
+@MainActor
+func withSenbei(
+    server configuration: DemoServer.Configuration = .init(seed: 7),
+    serverClock: ManualClock? = nil,
+    password: String = "secret",
+    date: ManualDate = ManualDate(),
+    _ body: @MainActor (Fixture) async throws -> Void
+) async throws {
+    var configuration = configuration
+    if let serverClock { configuration.clock = serverClock }
+    var drainer: Task<Void, Never>?
+    defer { drainer?.cancel() }
+    try await DemoServer.withRunning(configuration) { server in
+        defer { drainer = serverClock.map(ServerClockDrainer.start) }
+        try await StoreFixtures.withStore(migrator: SenbeiSchema.migrator, currentDate: date.provider) { store in
+            let log = NotificationLog()
+            let credentials = SenbeiCredentials(username: "admin", password: password)
+            var controllerConfiguration = SenbeiApp.configuration(server: server.baseURL, transport: AsyncHTTPClientTransport(), credentials: credentials, store: store, notificationCenter: nil)
+            controllerConfiguration.currentDate = date.provider
+            let controller = NetworkController(configuration: controllerConfiguration)
+            let app = try SenbeiApp(controller: controller, credentials: credentials, notificationCenter: log.center)
+            let fixture = Fixture(server: server, store: store, controller: controller, app: app, credentials: credentials, log: log, date: date)
+            do {
+                try await body(fixture)
+            } catch {
+                _ = await controller.shutdown(grace: .zero)
+                throw error
+            }
+            _ = await controller.shutdown(grace: .zero)
+        }
+    }
+    if let serverClock, let running = drainer {
+        await ServerClockDrainer.stop(running, on: serverClock)
+    }
+}
+
+/// Moves a server's `ManualClock` on whenever something sleeps on it.
+enum ServerClockDrainer {
+    static func start(_ clock: ManualClock) -> Task<Void, Never> {
+        Task {
+            while !Task.isCancelled {
+                await clock.sleepers(atLeast: 1)
+                if Task.isCancelled { return }
+                clock.advance(by: .seconds(3600))
+            }
+        }
+    }
+
+    /// Cancels the drainer and wakes it if it waits for a sleeper (with one of
+    /// our own, cancelled afterwards), so it ends.
+    static func stop(_ drainer: Task<Void, Never>, on clock: ManualClock) async {
+        drainer.cancel()
+        let release = Task { try? await clock.sleep(for: .seconds(1_000_000)) }
+        await drainer.value
+        release.cancel()
+    }
+}
+
+/// `POST /_control` through a controller of its own (no credentials needed).
+struct ServerControl: NetworkOperation {
+    struct Body: Encodable, Sendable {
+        var route: String
+        var latencyMs: Int
+    }
+
+    let body: Body
+    var request: Depot.Request { .post("_control", json: body) }
+
+    static func send(to server: DemoServer, route: String, latencyMs: Int) async throws {
+        let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil))
+        _ = try await controller.perform(ServerControl(body: Body(route: route, latencyMs: latencyMs)))
+        _ = await controller.shutdown(grace: .zero)
+    }
+}
+
+/// Collects completions delivered on the main actor and lets a test wait for a number of them.
+@MainActor
+final class Outcomes<Value> {
+    private(set) var results: [Result<Value, DepotError>] = []
+    private var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+    func record(_ result: Result<Value, DepotError>) {
+        results.append(result)
+        let ready = waiters.filter { $0.count <= results.count }
+        waiters.removeAll { $0.count <= results.count }
+        for waiter in ready { waiter.continuation.resume() }
+    }
+
+    /// Returns once `count` results arrived.
+    func wait(for count: Int) async {
+        guard results.count < count else { return }
+        await withCheckedContinuation { waiters.append((count, $0)) }
+    }
+}
+
+extension Result {
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
