@@ -73,8 +73,16 @@ public final class Terminal: Sendable {
             var byte: UInt8 = 0
             while read(0, &byte, 1) == 1 {
                 pending.append(byte)
-                // Escape sequences for the arrows: ESC [ A / ESC [ B.
-                if pending == [0x1B] || pending == [0x1B, 0x5B] { continue }
+                // Escape sequences for the arrows: ESC [ A / ESC [ B. A lone ESC
+                // (nothing follows within 50 ms) is the escape key itself.
+                if pending == [0x1B] {
+                    var next = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+                    if poll(&next, 1, 50) > 0 { continue }
+                    pending.removeAll()
+                    continuation.yield(.escape)
+                    continue
+                }
+                if pending == [0x1B, 0x5B] { continue }
                 let key: Key?
                 switch pending {
                 case [0x1B, 0x5B, 0x41]: key = .up

@@ -12,6 +12,9 @@ public struct EntityPage: Sendable, Hashable {
         case cache
         /// The server was asked just now.
         case network
+        /// The server could not be reached: these are the rows fetched last,
+        /// as old as ``EntityPage/lastSynced`` says.
+        case offline
     }
 
     /// The page's size and the list's total.
@@ -198,18 +201,29 @@ public final class SenbeiApp {
         let operation = FetchList(kind, page: page)
         var lastSynced = try await store.ledger.entry(for: operation.cacheKey)?.lastSynced
         let fresh = !refresh && lastSynced.map { isFresh($0) } == true
+        var source: EntityPage.Source = fresh ? .cache : .network
         if !fresh {
-            _ = try await run(operation)
-            lastSynced = try await store.ledger.entry(for: operation.cacheKey)?.lastSynced
+            do {
+                _ = try await run(operation)
+                lastSynced = try await store.ledger.entry(for: operation.cacheKey)?.lastSynced
+            } catch where Self.isUnreachable(error) && lastSynced != nil {
+                // Offline-first: show what was fetched last, and say how old it is.
+                source = .offline
+            }
         }
         let (info, items) = try await store.read { db in
             (try PageInfo.fetchOne(db, key: ["kind": kind.rawValue, "page": operation.page]), try Entity.onPage(kind, operation.page).fetchAll(db))
         }
         let result = EntityPage(
             info: info ?? PageInfo(kind: kind, page: operation.page, perPage: operation.perPage, total: items.count),
-            items: items, source: fresh ? .cache : .network, lastSynced: lastSynced)
-        if !fresh { post(SenbeiNotification.didRetrieve(kind), payload: result, entity: kind) }
+            items: items, source: source, lastSynced: lastSynced)
+        if source == .network { post(SenbeiNotification.didRetrieve(kind), payload: result, entity: kind) }
         return result
+    }
+
+    /// Failures that mean "no server to ask right now", as opposed to a server's answer.
+    private static func isUnreachable(_ error: DepotError) -> Bool {
+        [.offline, .connectionLost, .timedOut].contains(error.code)
     }
 
     private func isFresh(_ lastSynced: Date) -> Bool {

@@ -1,4 +1,5 @@
 import Depot
+import DepotStore
 import Foundation
 
 /// Turns Senbei's state into terminal text. In SenbeiKit so tests can call it;
@@ -16,6 +17,8 @@ public enum SenbeiPresentation {
         switch page.source {
         case .network: heading += " · from the server"
         case .cache: heading += " · from the cache" + (page.lastSynced.map { ", synced \(relative($0, now: now))" } ?? "")
+        case .offline:
+            heading += " · offline — showing cached data" + (page.lastSynced.map { " from \(SyncStatus.State.clockTime($0)) (\(relative($0, now: now)))" } ?? "")
         }
         var lines = [heading]
         lines += page.items.map { "  " + entityLine($0) }
@@ -98,13 +101,7 @@ public enum SenbeiPresentation {
 
     /// How long ago `date` was: `just now`, `5 min ago`, `3 h ago`, `2 days ago`.
     public static func relative(_ date: Date, now: Date) -> String {
-        let seconds = Int(now.timeIntervalSince(date))
-        switch seconds {
-        case ..<60: return "just now"
-        case ..<3600: return "\(seconds / 60) min ago"
-        case ..<86_400: return "\(seconds / 3600) h ago"
-        default: return seconds / 86_400 == 1 ? "1 day ago" : "\(seconds / 86_400) days ago"
-        }
+        SyncStatus.State.relative(date, now: now)
     }
 
     /// `text` padded with spaces to `width` characters (or cut, with an ellipsis, to fit).

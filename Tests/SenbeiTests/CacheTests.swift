@@ -1,5 +1,6 @@
 import DemoServer
 import Depot
+import DepotAsyncHTTPClient
 import DepotStore
 import DepotTesting
 import Foundation
@@ -38,6 +39,32 @@ struct CacheTests {
             let pageOne = try await f.app.loadPage(.contacts, page: 1)
             #expect(pageOne.source == .network && pageOne.items.map(\.id) == Array(1...20))
             #expect(f.served("GET /contacts") == 2)
+        }
+    }
+
+    /// Offline-first: with no server to ask, a stale page still shows, and says
+    /// how old it is; a page never fetched fails with the reason.
+    @Test func offlineAStalePageComesFromTheCacheWithItsAge() async throws {
+        let date = ManualDate()
+        try await withSenbei(date: date) { f in
+            _ = try await f.app.loadPage(.contacts, page: 2)
+            date.advance(by: 3_600)
+
+            // A new session on the same cache, its server unreachable (connection refused).
+            let credentials = SenbeiCredentials(username: "admin", password: "secret")
+            var configuration = SenbeiApp.configuration(server: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), credentials: credentials, store: f.store, notificationCenter: nil)
+            configuration.currentDate = date.provider
+            let controller = NetworkController(configuration: configuration)
+            let app = try SenbeiApp(controller: controller, credentials: credentials, notificationCenter: NotificationCenter())
+            let page = try await app.loadPage(.contacts, page: 2)
+            #expect(page.source == .offline)
+            #expect(page.items.map(\.id) == Array(21...40))
+            let heading = SenbeiPresentation.pageLines(page, now: date.now).first ?? ""
+            #expect(heading.hasSuffix("offline — showing cached data from \(SyncStatus.State.clockTime(date.now.addingTimeInterval(-3_600))) (1 h ago)"), "\(heading)")
+
+            let error = await #expect(throws: DepotError.self) { try await app.loadPage(.contacts, page: 3) }
+            #expect(error?.code == .offline)
+            _ = await controller.shutdown(grace: .zero)
         }
     }
 
