@@ -198,6 +198,7 @@ let package = Package(
             dependencies: [
                 "CLITestSupport",
                 "TimelineKit",
+                "ExampleSupport",
                 "Depot",
                 "DepotStore",
                 "DepotTesting",

@@ -164,6 +164,12 @@ enum ControlRoutes {
             guard let control = try? JSONDecoder().decode(ControlRequest.self, from: data) else {
                 return FaultRoutes.text(.unprocessableContent, "expected JSON like {\"route\": \"/forum/rss\", \"latencyMs\": 200}")
             }
+            if let kbps = control.bandwidthKbps, !(1...10_000_000).contains(kbps) {
+                return FaultRoutes.text(.unprocessableContent, "bandwidthKbps must be between 1 and 10000000")
+            }
+            if let latency = control.latencyMs, !(0...600_000).contains(latency) {
+                return FaultRoutes.text(.unprocessableContent, "latencyMs must be between 0 and 600000")
+            }
             if let drops = control.dropResponses, drops < 0 {
                 return FaultRoutes.text(.unprocessableContent, "dropResponses must not be negative")
             }

@@ -69,9 +69,29 @@ public final class ContactSearch {
         isSearching = true
         // The completion always runs later on the main actor, so `currentTicket`
         // is assigned before any answer can be compared with it.
-        currentTicket = app.controller.enqueue(SearchContacts(query: text, limit: limit)) { [weak self] ticket, result in
+        let ticket = app.controller.enqueue(SearchContacts(query: text, limit: limit)) { [weak self] ticket, result in
             guard let self, ticket == self.currentTicket else { return }  // superseded: never shown
             self.finish(result)
+        }
+        currentTicket = ticket
+        if app.profile == nil {
+            // Searches wait in the paused category until someone signs in: sign in
+            // now (joining a sign-in that runs), and show why when it is refused.
+            let asked = query
+            Task { [weak self] in
+                do {
+                    try await self?.app.login()
+                } catch {
+                    // Still this search on screen (its cancellation may have landed
+                    // first): say why. The app has posted the login failure already.
+                    guard let self, self.currentTicket == ticket || (self.currentTicket == nil && self.query == asked) else { return }
+                    ticket.cancel()
+                    self.currentTicket = nil
+                    self.isSearching = false
+                    self.lastError = DepotError.wrap(error, operation: "Login", fallback: .processing)
+                    self.wakeWaiters()
+                }
+            }
         }
     }
 

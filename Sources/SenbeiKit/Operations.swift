@@ -83,6 +83,9 @@ public struct FetchList: CachingOperation {
     public var cacheKey: String { "senbei:\(kind.rawValue):page=\(page):per_page=\(perPage)" }
     /// Data work, held until a sign-in succeeds.
     public var category: OperationCategory { .senbei }
+    /// `.failFast`: someone waits for this answer; offline, ``SenbeiApp`` shows
+    /// the cache (lists) or says the server cannot be reached, instead of waiting.
+    public var offlineBehavior: OfflineBehavior { .failFast }
 
     /// Checks the status; a refusal carries the server's reasons.
     public func validate(_ response: Response) throws {
@@ -161,6 +164,9 @@ public struct SearchContacts: NetworkOperation {
     public var request: Depot.Request { .get("contacts", query: ["query": query, "per_page": "\(limit)"]) }
     /// Data work, held until a sign-in succeeds.
     public var category: OperationCategory { .senbei }
+    /// `.failFast`: someone waits for this answer; offline, ``SenbeiApp`` shows
+    /// the cache (lists) or says the server cannot be reached, instead of waiting.
+    public var offlineBehavior: OfflineBehavior { .failFast }
     /// High: someone is typing and waiting.
     public var priority: Priority { .high }
 
@@ -195,6 +201,9 @@ public struct FetchComments: CachingOperation {
     public var cacheKey: String { "senbei:comments:\(subject.kind.singular):\(subject.id)" }
     /// Data work, held until a sign-in succeeds.
     public var category: OperationCategory { .senbei }
+    /// `.failFast`: someone waits for this answer; offline, ``SenbeiApp`` shows
+    /// the cache (lists) or says the server cannot be reached, instead of waiting.
+    public var offlineBehavior: OfflineBehavior { .failFast }
 
     /// Checks the status; a refusal carries the server's reasons.
     public func validate(_ response: Response) throws {
@@ -226,6 +235,9 @@ public struct FetchTasks: CachingOperation {
     public var cacheKey: String { "senbei:tasks" }
     /// Data work, held until a sign-in succeeds.
     public var category: OperationCategory { .senbei }
+    /// `.failFast`: someone waits for this answer; offline, ``SenbeiApp`` shows
+    /// the cache (lists) or says the server cannot be reached, instead of waiting.
+    public var offlineBehavior: OfflineBehavior { .failFast }
 
     /// Checks the status; a refusal carries the server's reasons.
     public func validate(_ response: Response) throws {
@@ -257,6 +269,9 @@ public struct FetchActivities: CachingOperation {
     public var cacheKey: String { "senbei:activities" }
     /// Data work, held until a sign-in succeeds.
     public var category: OperationCategory { .senbei }
+    /// `.failFast`: someone waits for this answer; offline, ``SenbeiApp`` shows
+    /// the cache (lists) or says the server cannot be reached, instead of waiting.
+    public var offlineBehavior: OfflineBehavior { .failFast }
 
     /// Checks the status; a refusal carries the server's reasons.
     public func validate(_ response: Response) throws {

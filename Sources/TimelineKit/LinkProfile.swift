@@ -38,7 +38,13 @@ public struct LinkProfile: Sendable, Hashable, CustomStringConvertible {
     /// The named profiles, by name.
     public static let named: [(name: String, profile: LinkProfile)] = [("fast", .fast), ("3g", .threeG), ("edge", .edge), ("offline", .offline)]
 
-    /// Parses `fast`, `3g`, `edge`, `offline`, or `KBPS,RTTMS` (such as `300,250`).
+    /// The bandwidths a custom link may have: 1 kbit/s to 10 Gbit/s.
+    public static let kbpsRange = 1...10_000_000
+    /// The round trips a custom link may have: none to one minute.
+    public static let rttRange = 0...60_000
+
+    /// Parses `fast`, `3g`, `edge`, `offline`, or `KBPS,RTTMS` (such as `300,250`,
+    /// within ``kbpsRange`` and ``rttRange``).
     ///
     /// - Throws: ``LinkProfileError`` for anything else, with the accepted forms in its message.
     public init(_ text: String) throws(LinkProfileError) {
@@ -48,12 +54,14 @@ public struct LinkProfile: Sendable, Hashable, CustomStringConvertible {
             return
         }
         let parts = trimmed.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
-        guard parts.count == 2, let kbps = Int(parts[0]), let rtt = Int(parts[1]), kbps > 0, rtt >= 0 else {
+        guard parts.count == 2, let kbps = Int(parts[0]), let rtt = Int(parts[1]),
+              Self.kbpsRange.contains(kbps), Self.rttRange.contains(rtt) else {
             throw LinkProfileError(text: text)
         }
         self.init(kbps: kbps, rttMs: rtt)
     }
 
+    /// The profile's name, or its numbers.
     public var description: String {
         if isOffline { return "offline" }
         if let name = Self.named.first(where: { $0.profile == self })?.name { return name }
@@ -67,6 +75,6 @@ public struct LinkProfileError: Error, CustomStringConvertible {
     public var text: String
 
     public var description: String {
-        "unknown link \"\(text)\": use fast, 3g, edge, offline, or KBPS,RTTMS such as 300,250"
+        "unknown link \"\(text)\": use fast, 3g, edge, offline, or KBPS,RTTMS such as 300,250 (1 to 10000000 kbit/s, 0 to 60000 ms)"
     }
 }

@@ -68,8 +68,8 @@ public struct FetchTimeline: CachingOperation {
 /// Fetches one avatar (`GET /avatars/N.png`) into the `avatar` table.
 ///
 /// Low priority in the `images` category, and droppable: on a poor link the
-/// controller pauses images and drops queued avatars, and ``TimelineApp`` asks
-/// again when the link recovers.
+/// controller pauses images, and the default ``QualityRules`` drop queued
+/// avatars (``TimelineApp/qualityRules`` keeps them queued instead).
 public struct FetchAvatar: CachingOperation {
     /// The avatar's path on the server, such as `/avatars/3.png`.
     public var path: String
@@ -119,8 +119,8 @@ public struct FetchAvatar: CachingOperation {
 /// For example:
 ///
 /// ```swift
-/// let draft = CreatePost(text: "Posting from the tunnel.")
-/// let post = try await controller.perform(draft)
+/// let draft = CreatePost(text: "Posting from the tunnel.", idempotencyKey: UUID().uuidString)
+/// let post = try await controller.perform(draft)   // keep the key to send it again
 /// ```
 public struct CreatePost: NetworkOperation {
     /// The text.
@@ -137,7 +137,7 @@ public struct CreatePost: NetworkOperation {
     ///   - author: The author's handle.
     ///   - idempotencyKey: A key unique to this draft. Keep it for a second
     ///     press of the same draft; a new draft gets a new key.
-    public init(text: String, author: String = "you", idempotencyKey: String = UUID().uuidString) {
+    public init(text: String, author: String = "you", idempotencyKey: String) {
         self.text = text
         self.author = author
         self.idempotencyKey = idempotencyKey

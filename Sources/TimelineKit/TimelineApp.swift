@@ -9,8 +9,9 @@ import Observation
 /// It shows the MVC-N talk's priorities at work. Refreshing the timeline is
 /// high priority; posting is very high and must finish (exit policy
 /// `.finish`); avatars are low priority, in the `images` category, and
-/// droppable. On a poor link the controller pauses images and drops queued
-/// avatars; the app asks for the missing ones again when images resume.
+/// droppable. On a poor link the controller pauses images; with
+/// ``qualityRules`` the queued avatars wait and trickle out one at a time, and
+/// under the default rules, which drop them, the app asks again when images resume.
 ///
 /// For example:
 ///
@@ -23,12 +24,34 @@ import Observation
 @MainActor
 @Observable
 public final class TimelineApp {
+    /// What the user is writing: its text, and the idempotency key that makes
+    /// sending it again safe. Make one per post the user writes, and send that
+    /// same value however often the button is pressed.
+    public struct Draft: Sendable, Hashable, Identifiable {
+        /// The text.
+        public var text: String
+        /// The key the server remembers the post by.
+        public let idempotencyKey: String
+        /// The key, which identifies the draft.
+        public var id: String { idempotencyKey }
+
+        /// Makes a draft with a new key (or a given one, to resend).
+        public init(text: String, idempotencyKey: String = UUID().uuidString) {
+            self.text = text
+            self.idempotencyKey = idempotencyKey
+        }
+    }
+
     /// A post the user sent in this session, and how it went.
     public struct SentPost: Sendable, Identifiable {
         /// Where a sent post is.
         public enum State: Sendable {
+            /// Going out.
             case sending
+            /// Made on the server: the post as stored.
             case sent(TimelinePost)
+            /// Not made, or not known to be made: the reason (`.cancelled` when
+            /// quitting ran out of grace). ``TimelineApp/retry(_:)`` is safe.
             case failed(DepotError)
         }
 
@@ -87,7 +110,6 @@ public final class TimelineApp {
     /// avatar for a moment after the fetch ended, and must not fetch it again.
     @ObservationIgnored private var fetchedAvatars: Set<String> = []
     @ObservationIgnored private var firstRefreshEnded = false
-    @ObservationIgnored private var pendingDraft: (text: String, key: String)?
     @ObservationIgnored private var postWaiters: [CheckedContinuation<Void, Never>] = []
     @ObservationIgnored private var followers: [Task<Void, Never>] = []
 
@@ -135,26 +157,34 @@ public final class TimelineApp {
         await status.refresh()
     }
 
-    /// Posts `text`. Pressing again with the same text while the first is still
-    /// going out sends nothing new: the draft keeps its idempotency key, so the
-    /// second press joins the first request.
+    /// Posts a draft. Sending the same draft again (a double press, a retry)
+    /// never posts twice: while the first request is out the second joins it,
+    /// and afterwards the server answers the draft's idempotency key with the
+    /// post it already made.
     ///
     /// - Returns: The post's ticket.
     @discardableResult
-    public func post(_ text: String) -> Ticket {
-        let key: String
-        if let pendingDraft, pendingDraft.text == text {
-            key = pendingDraft.key
-        } else {
-            key = UUID().uuidString
-            pendingDraft = (text, key)
-        }
-        let operation = CreatePost(text: text, author: author, idempotencyKey: key)
+    public func post(_ draft: Draft) -> Ticket {
+        let key = draft.idempotencyKey
+        let operation = CreatePost(text: draft.text, author: author, idempotencyKey: key)
         let ticket = controller.enqueue(operation) { [weak self] result in
             self?.finishPost(key: key, result: result)
         }
-        sentPosts.append(SentPost(id: ticket.id, text: text, idempotencyKey: key, state: .sending))
+        sentPosts.append(SentPost(id: ticket.id, text: draft.text, idempotencyKey: key, state: .sending))
         return ticket
+    }
+
+    /// Posts `text` as a new draft.
+    @discardableResult
+    public func post(_ text: String) -> Ticket {
+        post(Draft(text: text))
+    }
+
+    /// Sends a post of this session again, with its key: for one that failed
+    /// (offline, say). If the server made it after all, it answers with that post.
+    @discardableResult
+    public func retry(_ sent: SentPost) -> Ticket {
+        post(Draft(text: sent.text, idempotencyKey: sent.idempotencyKey))
     }
 
     /// Waits until no post of this session is still sending.
@@ -176,7 +206,6 @@ public final class TimelineApp {
     }
 
     private func finishPost(key: String, result: Result<TimelinePost, DepotError>) {
-        if case .success = result, pendingDraft?.key == key { pendingDraft = nil }
         for index in sentPosts.indices where sentPosts[index].idempotencyKey == key && sentPosts[index].isSending {
             switch result {
             case .success(let post): sentPosts[index].state = .sent(post)
@@ -189,14 +218,16 @@ public final class TimelineApp {
     }
 
     /// Fetches the avatars of the listed posts that are neither cached nor
-    /// already asked for. Skipped while images are paused, and until the first
-    /// refresh of the timeline has ended.
+    /// already asked for, once the first refresh of the timeline has ended.
+    /// While images are paused they wait in the queue (and trickle out one at a
+    /// time); under rules that drop them instead, they are asked for again
+    /// when images resume.
     ///
     /// The app calls this itself whenever the list changes and when images
     /// resume; call it after ``ResultsController/performFetch()`` when you need
     /// the avatars of rows fetched just now.
     public func requestMissingAvatars() {
-        guard firstRefreshEnded, !controller.isShutDown, !controller.pausedCategories.contains(.images) else { return }
+        guard firstRefreshEnded, !controller.isShutDown else { return }
         let missing = Set(entries.fetchedObjects.lazy.filter { !$0.hasAvatar }.map(\.avatar))
         for path in missing.sorted() where avatarTickets[path] == nil && !fetchedAvatars.contains(path) {
             avatarTickets[path] = controller.enqueue(FetchAvatar(path: path)) { [weak self] result in

@@ -93,7 +93,7 @@ final class InteractiveView {
         message = nil
         let count = tab == .items ? app.items.fetchedObjects.count : app.songs.fetchedObjects.count
         switch key {
-        case .character("q"):
+        case .character("q"), .interrupt:
             return false
         case .character("r"):
             if offline {

@@ -61,7 +61,7 @@ final class SearchView {
     /// Returns `false` to quit.
     private func handle(_ key: Terminal.Key) -> Bool {
         switch key {
-        case .escape, .character("\u{1B}"), .character("\u{04}"):
+        case .escape, .interrupt, .character("\u{04}"):
             return false
         case .character("q") where search.query.isEmpty:
             return false

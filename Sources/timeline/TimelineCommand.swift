@@ -52,6 +52,13 @@ struct TimelineCommand: AsyncParsableCommand {
     @Option(help: "Avatar size in bytes on the embedded server.")
     var avatarBytes = 20_000
 
+    func validate() throws {
+        guard refreshInterval >= 1 else { throw ValidationError("--refresh-interval must be at least 1 second") }
+        guard grace >= 0 else { throw ValidationError("--grace cannot be negative") }
+        guard (100...10_000_000).contains(avatarBytes) else { throw ValidationError("--avatar-bytes must be between 100 and 10000000") }
+        if let post, post.count > 1_000 { throw ValidationError("--post is too long (the server takes up to 280 characters)") }
+    }
+
     @MainActor
     mutating func run() async throws {
         let profile: LinkProfile
@@ -94,19 +101,24 @@ struct TimelineCommand: AsyncParsableCommand {
         let interactive = post == nil && !once && Terminal.isInteractive
         let app = try TimelineApp(controller: controller, author: author, autoRefresh: interactive ? .seconds(refreshInterval) : nil, waitsForNetwork: interactive)
         var output: [String] = []
+        var failure: (any Error)?
         if let post {
             // Quit right after pressing send: the single decision point at exit.
             app.post(post)
         } else if !interactive {
-            await app.refresh()
-            try app.entries.performFetch()
-            if controller.quality != .offline {
-                // Offline, avatar GETs would wait for the network: a one-shot run shows what is cached.
-                app.requestMissingAvatars()
-                await controller.waitUntilIdle()
+            do {
+                await app.refresh()
                 try app.entries.performFetch()
+                if controller.quality != .offline {
+                    // Offline, avatar GETs would wait for the network: a one-shot run shows what is cached.
+                    app.requestMissingAvatars()
+                    await controller.waitUntilIdle()
+                    try app.entries.performFetch()
+                }
+                output += TimelinePresentation.list(app, width: 100, now: Date(), link: profile)
+            } catch {
+                failure = error  // still shut down, write the trace and stop the server
             }
-            output += TimelinePresentation.list(app, width: 100, now: Date(), link: profile)
         } else {
             await TimelineView(app: app, link: profile).run()
         }
@@ -118,6 +130,7 @@ struct TimelineCommand: AsyncParsableCommand {
         }
         FileHandle.standardOutput.write(Data((output.joined(separator: "\n") + "\n").utf8))
         await embedded?.stop()
+        if let failure { throw failure }
         if app.sentPosts.contains(where: { if case .failed = $0.state { true } else { false } }) {
             throw ExitCode(1)
         }

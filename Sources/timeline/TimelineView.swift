@@ -17,7 +17,6 @@ final class TimelineView {
 
     private let app: TimelineApp
     private let link: LinkProfile
-    private let connection: ConnectionStatus
     private var top = 0
     /// The post being written, while composing.
     private var draft: String?
@@ -25,7 +24,6 @@ final class TimelineView {
     init(app: TimelineApp, link: LinkProfile) {
         self.app = app
         self.link = link
-        self.connection = ConnectionStatus(controller: app.controller)
     }
 
     /// Runs until q; the caller then shuts down.
@@ -63,10 +61,11 @@ final class TimelineView {
 
     /// Returns `false` to quit.
     private func handle(_ key: Terminal.Key) -> Bool {
+        if key == .interrupt { return false }
         if var text = draft {
             switch key {
             case .enter:
-                if !text.trimmingCharacters(in: .whitespaces).isEmpty { app.post(text) }
+                if !text.trimmingCharacters(in: .whitespaces).isEmpty { app.post(TimelineApp.Draft(text: text)) }
                 draft = nil
             case .escape: draft = nil
             case .backspace: if !text.isEmpty { text.removeLast() }; draft = text
@@ -90,9 +89,11 @@ final class TimelineView {
         let (width, height) = terminal.size
         let now = Date()
         let entries = app.entries.fetchedObjects
+        // Read at draw time: every redraw shows the controller as it is now.
+        let estimate = app.controller.connectionEstimate
         var lines = [
             TextLayout.fit("Timeline (\(entries.count) posts, \(entries.filter(\.hasAvatar).count) avatars)", trailer: "", width: width),
-            TextLayout.fit(TimelinePresentation.networkLine(link: link, quality: connection.quality, limit: connection.concurrencyLimit, activity: app.activity, paused: connection.pausedCategories), trailer: "", width: width),
+            TextLayout.fit(TimelinePresentation.networkLine(link: link, quality: estimate.quality, limit: estimate.concurrencyLimit, activity: app.controller.activity, paused: estimate.pausedCategories), trailer: "", width: width),
             String(repeating: "─", count: width),
         ]
         let sent = app.sentPosts.suffix(2).map(TimelinePresentation.sentLine)
@@ -103,7 +104,7 @@ final class TimelineView {
         while lines.count < height - 3 - sent.count { lines.append("") }
         lines += sent.map { TextLayout.fit($0, trailer: "", width: width) }
         lines.append(String(repeating: "─", count: width))
-        lines.append(TextLayout.fit(app.status.state.summary(now: now, quality: connection.quality), trailer: "", width: width))
+        lines.append(TextLayout.fit(app.status.state.summary(now: now, quality: estimate.quality), trailer: "", width: width))
         if let draft {
             lines.append(TextLayout.fit("post> \(draft)▏", trailer: "  ⏎ send · esc cancel", width: width))
         } else {

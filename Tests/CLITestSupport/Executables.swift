@@ -15,12 +15,12 @@ public enum Executables {
 
     /// Runs the executable `name` with `arguments` and waits for it; records an
     /// issue and throws when it is not built.
-    public static func run(_ name: String, _ arguments: [String]) async throws -> ChildResult {
+    public static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> ChildResult {
         guard let executable = url(name) else {
             Issue.record("the \(name) executable is not built")
             throw SpawnError(description: "the \(name) executable is not built")
         }
-        return try await spawn(executable.path, arguments)
+        return try await spawn(executable.path, arguments, environment: environment)
     }
 
     /// A new empty folder under the temporary directory.

@@ -15,7 +15,7 @@ public struct ChildResult: Sendable {
     public var error: String
 }
 
-/// Runs `path` with `arguments` to completion on a thread of its own and
+/// Runs `path` with `arguments` (and `environment` set over ours) to completion on a thread of its own and
 /// returns what it printed. posix_spawn and waitpid directly: Foundation's
 /// `Process` on Linux waits through a run loop and SIGCHLD machinery that hung
 /// under parallel tests, and a blocked cooperative thread (two on a 2-core
@@ -23,10 +23,10 @@ public struct ChildResult: Sendable {
 ///
 /// Output is read only when `capture` is true: a command that starts a daemon
 /// (tmux's server) would hand it our pipe, which would then never reach its end.
-public func spawn(_ path: String, _ arguments: [String], capture: Bool = true) async throws -> ChildResult {
+public func spawn(_ path: String, _ arguments: [String], capture: Bool = true, environment: [String: String] = [:]) async throws -> ChildResult {
     try await withCheckedThrowingContinuation { continuation in
         let thread = Thread {
-            continuation.resume(with: Result { try spawnAndWait(path, arguments, capture: capture) })
+            continuation.resume(with: Result { try spawnAndWait(path, arguments, capture: capture, environment: environment) })
         }
         thread.start()
     }
@@ -38,7 +38,7 @@ public struct SpawnError: Error, CustomStringConvertible {
     public init(description: String) { self.description = description }
 }
 
-private func spawnAndWait(_ path: String, _ arguments: [String], capture: Bool) throws -> ChildResult {
+private func spawnAndWait(_ path: String, _ arguments: [String], capture: Bool, environment: [String: String]) throws -> ChildResult {
     var outPipe: [Int32] = [-1, -1]
     var errPipe: [Int32] = [-1, -1]
     if capture {
@@ -59,7 +59,12 @@ private func spawnAndWait(_ path: String, _ arguments: [String], capture: Bool) 
     let argv = ([path] + arguments).map { strdup($0) } + [nil]
     defer { argv.forEach { free($0) } }
     var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
+    // Our environment, with `environment`'s variables set over it.
+    var variables = ProcessInfo.processInfo.environment
+    variables.merge(environment) { _, new in new }
+    let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { envp.forEach { free($0) } }
+    let spawned = posix_spawn(&pid, path, &actions, nil, argv, envp)
     if capture {
         close(outPipe[1])
         close(errPipe[1])

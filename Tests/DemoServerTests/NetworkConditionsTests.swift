@@ -156,6 +156,9 @@ import Testing
             #expect(value9 == 422)
             let value10 = try await control(server, #"{"failRate": 2}"#)
             #expect(value10 == 422)
+            let huge = try await control(server, #"{"bandwidthKbps": 99999999999999}"#)
+            let negative = try await control(server, #"{"latencyMs": -1}"#)
+            #expect(huge == 422 && negative == 422)
         }
     }
 

@@ -118,6 +118,17 @@ import Testing
         #expect(starts(scheduler.trickle(from: [.images])) == [2])
     }
 
+    /// When its category resumes, a trickling job holds a slot again: the limit stands.
+    @Test func aResumedTrickleCountsAgainstTheLimit() {
+        var scheduler = Scheduler(limit: 1)
+        _ = scheduler.pause(category: .images)
+        _ = scheduler.enqueue(entry(1, .low, category: .images))
+        _ = scheduler.enqueue(entry(2, .low, category: .images))
+        #expect(starts(scheduler.trickle(from: [.images])) == [1])
+        #expect(starts(scheduler.resume(category: .images)).isEmpty, "1 runs in the one slot")
+        #expect(starts(scheduler.finish(job: id(1), outcome: .succeeded)) == [2])
+    }
+
     @Test func pauseDoesNotStopRunningWork() {
         var scheduler = Scheduler(limit: 2)
         #expect(starts(scheduler.enqueue(entry(1, category: .images))) == [1])

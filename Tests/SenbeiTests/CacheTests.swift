@@ -68,6 +68,21 @@ struct CacheTests {
         }
     }
 
+    /// A signed-in session whose server stops answering shows the cached page
+    /// too: lists fail fast offline, they never wait for the network.
+    @Test func aSignedInSessionThatLosesItsServerShowsTheCachedPage() async throws {
+        let date = ManualDate()
+        try await withSenbei(date: date) { f in
+            _ = try await f.app.loadPage(.contacts, page: 2)
+            date.advance(by: 600)
+            try await f.setOffline(true)
+            let page = try await f.app.loadPage(.contacts, page: 2)
+            #expect(page.source == .offline)
+            #expect(page.items.map(\.id) == Array(21...40))
+            #expect(f.log.names.filter { $0 == .senbeiDidRetrieveContacts }.count == 1, "an offline page is not announced as retrieved")
+        }
+    }
+
     @Test func aStalePageOrAnExplicitRefreshAsksTheServer() async throws {
         let date = ManualDate()
         try await withSenbei(date: date) { f in

@@ -8,7 +8,8 @@ import Testing
 struct CommandLineTests {
     /// Runs senbei against `server` with a cache in `folder`.
     static func senbei(_ arguments: [String], server: DemoServer, folder: URL) async throws -> ChildResult {
-        try await Executables.run("senbei", arguments + ["--server", server.baseURL.absoluteString, "--cache", folder.appending(path: "cache.sqlite").path])
+        // The server seeds due days in UTC; the CLI buckets in the local zone: make them one.
+        try await Executables.run("senbei", arguments + ["--server", server.baseURL.absoluteString, "--cache", folder.appending(path: "cache.sqlite").path], environment: ["TZ": "UTC"])
     }
 
     static func requests(_ server: DemoServer, _ route: String) -> Int {
@@ -94,7 +95,9 @@ struct CommandLineTests {
             // Search
             let search = try await Self.senbei(["search", "ann"], server: server, folder: folder)
             #expect(search.status == 0, "\(search.error)")
-            #expect(search.output.hasPrefix("4 contacts match \"ann\"") || search.output.contains("match \"ann\""), "\(search.output)")
+            let found = Int(search.output.prefix { $0.isNumber }) ?? 0
+            #expect(found > 0 && search.output.contains("\"ann\""), "\(search.output)")
+            #expect(search.output.split(separator: "\n").dropFirst().allSatisfy { $0.lowercased().contains("ann") }, "\(search.output)")
 
             // Comment, list, delete
             let posted = try await Self.senbei(["comment", "--contact", "3", "Called, no answer"], server: server, folder: folder)

@@ -71,6 +71,11 @@ struct Fixture {
     func control(route: String, latencyMs: Int) async throws {
         try await ServerControl.send(to: server, route: route, latencyMs: latencyMs)
     }
+
+    /// Makes the server close every connection without an answer (or answer again).
+    func setOffline(_ offline: Bool) async throws {
+        try await ServerControl.send(to: server, offline: offline)
+    }
 }
 
 /// Runs `body` with a fresh ``Fixture`` and tears everything down.
@@ -140,16 +145,17 @@ enum ServerClockDrainer {
 /// `POST /_control` through a controller of its own (no credentials needed).
 struct ServerControl: NetworkOperation {
     struct Body: Encodable, Sendable {
-        var route: String
-        var latencyMs: Int
+        var route: String?
+        var latencyMs: Int?
+        var offline: Bool?
     }
 
     let body: Body
     var request: Depot.Request { .post("_control", json: body) }
 
-    static func send(to server: DemoServer, route: String, latencyMs: Int) async throws {
+    static func send(to server: DemoServer, route: String? = nil, latencyMs: Int? = nil, offline: Bool? = nil) async throws {
         let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil))
-        _ = try await controller.perform(ServerControl(body: Body(route: route, latencyMs: latencyMs)))
+        _ = try await controller.perform(ServerControl(body: Body(route: route, latencyMs: latencyMs, offline: offline)))
         _ = await controller.shutdown(grace: .zero)
     }
 }

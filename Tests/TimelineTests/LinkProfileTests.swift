@@ -11,7 +11,7 @@ struct LinkProfileTests {
         #expect(try LinkProfile(text) == expected)
     }
 
-    @Test(arguments: ["", "lte", "300", "0,100", "-5,100", "300,-1", "300,250,1", "fast,3g"])
+    @Test(arguments: ["", "lte", "300", "0,100", "-5,100", "300,-1", "300,250,1", "fast,3g", "99999999999999999,0", "300,99999999"])
     func rejects(_ text: String) {
         #expect(throws: LinkProfileError.self) { try LinkProfile(text) }
     }

@@ -73,34 +73,40 @@ struct ServerTests {
     @Test func aPostIsCachedAndA422SaysWhy() async throws {
         try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
             let controller = try Self.controller(for: server)
-            let post = try await controller.perform(CreatePost(text: "Posting from the tunnel.", author: "tester"))
+            let post = try await controller.perform(CreatePost(text: "Posting from the tunnel.", author: "tester", idempotencyKey: "k-1"))
             #expect(post.author == "tester")
             let store = try #require(controller.store)
             #expect(try await store.read { db in try TimelinePost.fetchOne(db, key: post.id) } == post)
 
-            let error = await #expect(throws: DepotError.self) { try await controller.perform(CreatePost(text: "")) }
+            let error = await #expect(throws: DepotError.self) { try await controller.perform(CreatePost(text: "", idempotencyKey: "k-2")) }
             #expect(error?.status == 422)
             #expect(error?.description == "CreatePost failed: server answered 422 Unprocessable Content (body: \"text must be 1 to 280 characters\")")
             _ = await controller.shutdown(grace: .seconds(1))
         }
     }
 
-    /// A double press sends one request: the draft keeps its key, and the
-    /// second press joins the first.
+    /// A double press sends one request: the second press of the same draft
+    /// joins the first. A third press after it went out gets the same post
+    /// back from the server; only a new draft is a new post.
     @Test func aDoublePressPostsOnce() async throws {
         try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
             let controller = try Self.controller(for: server)
             let app = try TimelineApp(controller: controller, author: "tester")
-            let first = app.post("only once")
-            let second = app.post("only once")
+            let draft = TimelineApp.Draft(text: "only once")
+            let first = app.post(draft)
+            let second = app.post(draft)
             #expect(first.id != second.id)
             await app.waitForPosts()
-            let ids = app.sentPosts.compactMap { if case .sent(let post) = $0.state { post.id } else { nil } }
-            #expect(ids.count == 2 && Set(ids).count == 1, "both presses got the same post: \(app.sentPosts)")
-            #expect(try await Self.requests("POST /posts", on: server) == 1)
-            #expect(try await Self.serverTexts(server).filter { $0 == "only once" }.count == 1)
+            #expect(try await Self.requests("POST /posts", on: server) == 1, "the second press joined the first request")
 
-            // A new press after it went out is a new post.
+            app.post(draft)
+            await app.waitForPosts()
+            let ids = app.sentPosts.compactMap { if case .sent(let post) = $0.state { post.id } else { nil } }
+            #expect(ids.count == 3 && Set(ids).count == 1, "every press got the same post: \(ids)")
+            #expect(try await Self.requests("POST /posts", on: server) == 2)
+            #expect(try await Self.serverTexts(server).filter { $0 == "only once" }.count == 1, "the server replayed its first answer")
+
+            // A new draft with the same words is a new post.
             app.post("only once")
             await app.waitForPosts()
             #expect(try await Self.serverTexts(server).filter { $0 == "only once" }.count == 2)

@@ -44,6 +44,17 @@ struct SimulatedLinkTests {
         #expect(post.outcome == .succeeded)
         #expect(try #require(post.finished) - post.enqueued < .seconds(3), "a 20 KB avatar takes 1.3 s and the round trip 0.4 s")
 
+        // A refresh while avatars wait goes ahead of them (priority, not only order).
+        let queuedAvatars = Set(harness.entries("FetchAvatar").filter { $0.started == nil }.map(\.id))
+        #expect(!queuedAvatars.isEmpty)
+        let refreshing = Task { await app.refresh() }
+        try await harness.run(until: { harness.entries("FetchTimeline").count == 2 && harness.entries("FetchTimeline")[1].finished != nil })
+        await refreshing.value
+        let refresh = try #require(harness.entries("FetchTimeline").last)
+        #expect(refresh.id != timeline.id && refresh.outcome == .succeeded)
+        let overtaken = harness.entries("FetchAvatar").filter { queuedAvatars.contains($0.id) && ($0.started ?? .seconds(1_000_000)) > refresh.started! }
+        #expect(!overtaken.isEmpty, "the refresh started before avatars that were queued before it")
+
         // The paused avatars trickle out one at a time while nothing else waits,
         // and every one arrives, each fetched once.
         try await harness.run(until: { [store = harness.store] in

@@ -212,6 +212,8 @@ struct Scheduler: Sendable {
     /// Jobs in `category` may start again.
     mutating func resume(category: OperationCategory) -> [Action] {
         paused.remove(category)
+        // A job that trickled out of this category now runs as any other: it holds its slot.
+        trickling = trickling.filter { jobs[$0]?.category != category }
         return pump()
     }
 
