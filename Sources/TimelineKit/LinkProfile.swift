@@ -74,6 +74,7 @@ public struct LinkProfileError: Error, CustomStringConvertible {
     /// What was given.
     public var text: String
 
+    /// What was wrong, and the forms that are accepted.
     public var description: String {
         "unknown link \"\(text)\": use fast, 3g, edge, offline, or KBPS,RTTMS such as 300,250 (1 to 10000000 kbit/s, 0 to 60000 ms)"
     }

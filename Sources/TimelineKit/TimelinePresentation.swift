@@ -5,7 +5,6 @@ import TextLayout
 
 /// How the timeline, the network's state and the quit report read as text:
 /// the pure part of the `timeline` CLI, shared by its interactive view and `--once`.
-@MainActor
 public enum TimelinePresentation {
     /// The network line: "link edge · network poor · limit 1 · 1 running, 4 queued · images paused".
     public static func networkLine(link: LinkProfile?, quality: ConnectionQuality, limit: Int, activity: NetworkController.Activity, paused: Set<OperationCategory>) -> String {
@@ -35,6 +34,7 @@ public enum TimelinePresentation {
     }
 
     /// The whole timeline as printed by `--once`: the network line, the posts, the sync status.
+    @MainActor
     public static func list(_ app: TimelineApp, width: Int, now: Date, link: LinkProfile?) -> [String] {
         let estimate = app.controller.connectionEstimate
         var lines = [networkLine(link: link, quality: estimate.quality, limit: estimate.concurrencyLimit, activity: app.controller.activity, paused: estimate.pausedCategories)]
@@ -47,6 +47,7 @@ public enum TimelinePresentation {
     }
 
     /// What quitting did: each post of the session, then the controller's shutdown report.
+    @MainActor
     public static func quitLines(_ app: TimelineApp, report: ShutdownReport) -> [String] {
         app.sentPosts.map(sentLine) + [report.description]
     }

@@ -21,6 +21,7 @@ public struct TimelinePost: Codable, Sendable, Hashable, Identifiable, Fetchable
         self.avatar = avatar
     }
 
+    /// The `post` table.
     public static let databaseTableName = "post"
 }
 
@@ -37,6 +38,7 @@ public struct AvatarImage: Codable, Sendable, Hashable, Identifiable, FetchableR
         self.png = png
     }
 
+    /// The `avatar` table.
     public static let databaseTableName = "avatar"
 }
 

@@ -121,8 +121,8 @@ struct Session {
                 throw Failure("Login failed: the server refused user \"\(app.username)\" with that password; try --user and --password.")
             }
             printError("Login failed: bad username or password.")
-            let user = Prompt.ask("User: ") ?? ""
-            let password = Prompt.ask("Password: ", secret: true) ?? ""
+            let user = await Prompt.ask("User: ") ?? ""
+            let password = await Prompt.ask("Password: ", secret: true) ?? ""
             let outcome: DepotError?
             do {
                 try await app.login(username: user, password: password)
