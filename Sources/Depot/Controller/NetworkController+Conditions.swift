@@ -232,17 +232,21 @@ extension NetworkController {
         state.withLock { $0.conditions.budget.recordSuccess(at: now) }
     }
 
-    /// Tells the waiters of `job` that it will be retried, and counts it as backing off.
+    /// Tells the waiters of `job` that it will be retried.
     func beginBackoff(job: Ticket.ID, attempt: Int, delay: Duration, error: DepotError) {
         let now = timebase.now()
         let effects = state.withLock { state -> [Effect] in
-            state.conditions.backingOff += 1
-            return state.scheduler.waiters(of: job).compactMap { waiter in
+            state.scheduler.waiters(of: job).compactMap { waiter in
                 guard let name = state.records[waiter]?.ticket.operationName else { return nil }
                 return .emit(event(waiter, name, .retried(attempt: attempt, delay: delay, error: error), at: now))
             }
         }
         perform(effects)
+    }
+
+    /// Counts a job as backing off: call it right before the job sleeps.
+    func markBackingOff() {
+        state.withLock { $0.conditions.backingOff += 1 }
     }
 
     func endBackoff(job: Ticket.ID, nextAttempt: Int) {

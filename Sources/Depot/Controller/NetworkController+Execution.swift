@@ -36,10 +36,16 @@ extension NetworkController {
                     }
                     return JobResult(result: .failure(failure), status: failure.status, sample: sample)
                 }
+                // The wake-up time is fixed now, and the job counts as backing off only
+                // right before it sleeps: a simulator driving a test clock may move time
+                // while the job is settled, and the events sent in between must not
+                // leave a window where it looks asleep but is not.
+                let wakeAt = timebase.now() + delay
                 beginBackoff(job: environment.job, attempt: attempt, delay: delay, error: failure)
                 let slept: Bool
                 do {
-                    try await timebase.sleep(for: delay)
+                    markBackingOff()
+                    try await timebase.sleepUntil(wakeAt)
                     slept = true
                 } catch {
                     slept = false
