@@ -8,6 +8,24 @@ import GRDB
 // change at once. They finish at exit (a half-sent change is worse than a
 // short wait) and fail fast offline (the default for non-GETs).
 
+/// What the Senbei operations that change the server share: they wait for a
+/// sign-in (category `.senbei`), finish at exit (a change on its way is not
+/// abandoned), and read the server's error bodies, so a 422 says
+/// `name can't be blank` and a 404 `there is no task 99`.
+public protocol SenbeiChange: NetworkOperation {}
+
+extension SenbeiChange {
+    /// Data work, held until a sign-in succeeds.
+    public var category: OperationCategory { .senbei }
+    /// A change finishes at exit.
+    public var exitPolicy: ExitPolicy { .finish }
+
+    /// Checks the status; 422 and 404 carry the server's reasons.
+    public func validate(_ response: Response) throws {
+        try SenbeiResponse.validate(response, operation: name)
+    }
+}
+
 /// Posts a comment on a record: `POST /comments`.
 ///
 /// For example:
@@ -15,7 +33,7 @@ import GRDB
 /// ```swift
 /// let comment = try await controller.perform(PostComment(on: Commentable(.contacts, 3), text: "Called, no answer"))
 /// ```
-public struct PostComment: NetworkOperation {
+public struct PostComment: SenbeiChange {
     /// The record commented on.
     public let subject: Commentable
     /// What to say.
@@ -32,15 +50,7 @@ public struct PostComment: NetworkOperation {
         Depot.Request(method: .post, target: .path("comments"),
                       body: .json(Wire.NewComment(commentableType: subject.kind.singular, commentableId: subject.id, comment: text), encoder: Wire.encoder))
     }
-    /// Data work, held until a sign-in succeeds.
-    public var category: OperationCategory { .senbei }
-    /// A post finishes at exit.
-    public var exitPolicy: ExitPolicy { .finish }
 
-    /// Checks the status; a 422 carries the server's reasons (`comment can't be blank`).
-    public func validate(_ response: Response) throws {
-        try SenbeiResponse.validate(response, operation: name)
-    }
 
     /// Decodes the new comment and stores it.
     public func process(_ response: Response, context: OperationContext) async throws -> CRMComment {
@@ -51,7 +61,7 @@ public struct PostComment: NetworkOperation {
 }
 
 /// Deletes a comment: `DELETE /comments/:id`.
-public struct DeleteComment: NetworkOperation {
+public struct DeleteComment: SenbeiChange {
     /// The comment's identifier.
     public let id: Int
 
@@ -62,15 +72,7 @@ public struct DeleteComment: NetworkOperation {
 
     /// `DELETE comments/:id`.
     public var request: Depot.Request { .delete("comments/\(id)") }
-    /// Data work, held until a sign-in succeeds.
-    public var category: OperationCategory { .senbei }
-    /// A change finishes at exit.
-    public var exitPolicy: ExitPolicy { .finish }
 
-    /// Checks the status; a 404 carries the server's reason (`there is no comment 7`).
-    public func validate(_ response: Response) throws {
-        try SenbeiResponse.validate(response, operation: name)
-    }
 
     /// Removes the comment from the cache.
     /// - Returns: The deleted comment's identifier.
@@ -82,7 +84,7 @@ public struct DeleteComment: NetworkOperation {
 }
 
 /// Marks a task as done: `PUT /tasks/:id/complete`.
-public struct MarkTaskDone: NetworkOperation {
+public struct MarkTaskDone: SenbeiChange {
     /// The task's identifier.
     public let id: Int
 
@@ -93,15 +95,7 @@ public struct MarkTaskDone: NetworkOperation {
 
     /// `PUT tasks/:id/complete`.
     public var request: Depot.Request { .put("tasks/\(id)/complete") }
-    /// Data work, held until a sign-in succeeds.
-    public var category: OperationCategory { .senbei }
-    /// A change finishes at exit.
-    public var exitPolicy: ExitPolicy { .finish }
 
-    /// Checks the status; a 404 carries the server's reason (`there is no task 99`).
-    public func validate(_ response: Response) throws {
-        try SenbeiResponse.validate(response, operation: name)
-    }
 
     /// Decodes the task as the server now has it and stores it (done, so it
     /// leaves ``CRMTask/open``).
@@ -113,7 +107,7 @@ public struct MarkTaskDone: NetworkOperation {
 }
 
 /// Creates a task: `POST /tasks`. With no due day it is due "as soon as possible".
-public struct CreateTask: NetworkOperation {
+public struct CreateTask: SenbeiChange {
     /// What to do (the task's `name` on the server; ``name`` is the operation's).
     public let title: String
     /// The day it is due, `yyyy-MM-dd`, or `nil`.
@@ -129,15 +123,7 @@ public struct CreateTask: NetworkOperation {
     public var request: Depot.Request {
         Depot.Request(method: .post, target: .path("tasks"), body: .json(Wire.NewTask(name: title, due: due), encoder: Wire.encoder))
     }
-    /// Data work, held until a sign-in succeeds.
-    public var category: OperationCategory { .senbei }
-    /// A post finishes at exit.
-    public var exitPolicy: ExitPolicy { .finish }
 
-    /// Checks the status; a 422 carries the server's reasons (`name can't be blank`).
-    public func validate(_ response: Response) throws {
-        try SenbeiResponse.validate(response, operation: name)
-    }
 
     /// Decodes the new task and stores it.
     public func process(_ response: Response, context: OperationContext) async throws -> CRMTask {
@@ -152,7 +138,7 @@ public struct CreateTask: NetworkOperation {
 /// The server lists new contacts first, so the cache puts it before the first
 /// contact of page 1 and counts it in every cached page's total, until page 1
 /// is fetched again.
-public struct CreateContact: NetworkOperation {
+public struct CreateContact: SenbeiChange {
     /// The contact's name (``name`` is the operation's).
     public let contactName: String
     /// The e-mail address, if any.
@@ -168,15 +154,7 @@ public struct CreateContact: NetworkOperation {
     public var request: Depot.Request {
         Depot.Request(method: .post, target: .path("contacts"), body: .json(Wire.NewContact(name: contactName, email: email), encoder: Wire.encoder))
     }
-    /// Data work, held until a sign-in succeeds.
-    public var category: OperationCategory { .senbei }
-    /// A post finishes at exit.
-    public var exitPolicy: ExitPolicy { .finish }
 
-    /// Checks the status; a 422 carries the server's reasons (`email is invalid`).
-    public func validate(_ response: Response) throws {
-        try SenbeiResponse.validate(response, operation: name)
-    }
 
     /// Decodes the new contact and stores it at the top of page 1.
     public func process(_ response: Response, context: OperationContext) async throws -> Entity {
