@@ -199,6 +199,7 @@ let package = Package(
                 "CLITestSupport",
                 "TimelineKit",
                 "ExampleSupport",
+                "TextLayout",
                 "Depot",
                 "DepotStore",
                 "DepotTesting",

@@ -1,16 +1,53 @@
 import Foundation
 
 /// Fixed-width text for the example apps' terminal views and printed lists.
+///
+/// Widths are terminal columns: most characters take one, East Asian wide
+/// characters and emoji take two.
 public enum TextLayout {
-    /// Pads or truncates `text` so that `text + trailer` is exactly `width` characters.
+    /// Pads or truncates `text` so that `text + trailer` is exactly `width` columns.
     ///
     /// For example: `fit("Shipped it.", trailer: "  @aaronh", width: 24)` is
     /// `"Shipped it.      @aaronh"`; a longer text ends in "…".
     public static func fit(_ text: String, trailer: String, width: Int) -> String {
-        let room = max(1, width - trailer.count)
+        let room = max(1, width - columns(trailer))
         var head = text
-        if head.count > room { head = String(head.prefix(max(0, room - 1))) + "…" }
-        return head + String(repeating: " ", count: max(0, room - head.count)) + trailer
+        var used = columns(head)
+        if used > room {
+            // Keep whole characters that fit in room - 1 columns, then the ellipsis.
+            var kept = ""
+            var keptColumns = 0
+            for character in text {
+                let next = columns(character)
+                if keptColumns + next > room - 1 { break }
+                kept.append(character)
+                keptColumns += next
+            }
+            head = kept + "…"
+            used = keptColumns + 1
+        }
+        return head + String(repeating: " ", count: max(0, room - used)) + trailer
+    }
+
+    /// The columns `text` takes on a terminal.
+    public static func columns(_ text: String) -> Int {
+        text.reduce(0) { $0 + columns($1) }
+    }
+
+    /// The columns one character takes: 2 for East Asian wide characters and
+    /// emoji shown as pictures, 0 for control characters, 1 otherwise.
+    public static func columns(_ character: Character) -> Int {
+        guard let scalar = character.unicodeScalars.first else { return 0 }
+        if scalar.properties.generalCategory == .control { return 0 }
+        if scalar.properties.isEmojiPresentation || character.unicodeScalars.contains("\u{FE0F}") { return 2 }
+        switch scalar.value {
+        case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF,
+             0xA000...0xA4CF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60,
+             0xFFE0...0xFFE6, 0x20000...0x2FFFD, 0x30000...0x3FFFD:
+            return 2
+        default:
+            return 1
+        }
     }
 
     /// A progress bar `width` characters wide: `[#####.....]  50%`.
