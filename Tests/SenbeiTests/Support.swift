@@ -30,9 +30,14 @@ final class NotificationLog {
                 let name = note.name
                 let error = info[SenbeiNotification.UserInfoKey.error] as? DepotError
                 let operation = info[SenbeiNotification.UserInfoKey.operation] as? String
+                // `nonisolated(unsafe)` is sound for these two `Any` values: SenbeiApp
+                // posts on the main actor, and an observer added with `queue: nil`
+                // runs synchronously on the posting thread, so they are read here
+                // and used in `assumeIsolated` below on that one thread, before the
+                // post returns; no other thread ever sees them. (`assumeIsolated`
+                // traps if a post ever came from another thread.)
                 nonisolated(unsafe) let payload = info[SenbeiNotification.UserInfoKey.payload]
                 nonisolated(unsafe) let entity = info[SenbeiNotification.UserInfoKey.entity]
-                // Safe: SenbeiApp posts on the main actor, and observers without a queue run on the poster's thread.
                 MainActor.assumeIsolated {
                     self?.entries.append(Posted(name: name, payload: payload, entity: entity, error: error, operation: operation))
                 }
