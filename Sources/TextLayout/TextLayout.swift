@@ -13,7 +13,11 @@ public enum TextLayout {
         let room = max(1, width - columns(trailer))
         var head = text
         var used = columns(head)
-        if used > room {
+        if used > room, singleColumnScalars(text) != nil {
+            // One column per scalar: cut the scalars, no character walk.
+            head = String(String.UnicodeScalarView(text.unicodeScalars.prefix(room - 1))) + "…"
+            used = room
+        } else if used > room {
             // Keep whole characters that fit in room - 1 columns, then the ellipsis.
             var kept = ""
             var keptColumns = 0
@@ -31,13 +35,43 @@ public enum TextLayout {
 
     /// The columns `text` takes on a terminal.
     public static func columns(_ text: String) -> Int {
-        text.reduce(0) { $0 + columns($1) }
+        // Most lines are Latin text and punctuation: one column per scalar,
+        // counted without breaking the text into characters and looking up
+        // Unicode properties (a 1,000-line list spent most of its printing
+        // time there).
+        singleColumnScalars(text) ?? text.reduce(0) { $0 + columns($1) }
+    }
+
+    /// The number of scalars in `text` when every one of them is a
+    /// ``isSingleColumn(_:)`` scalar, so that each is a character of one column;
+    /// `nil` otherwise.
+    static func singleColumnScalars(_ text: String) -> Int? {
+        var count = 0
+        for scalar in text.unicodeScalars {
+            guard isSingleColumn(scalar) else { return nil }
+            count += 1
+        }
+        return count
+    }
+
+    /// Scalars that take one column and never join a neighbour into one
+    /// character: printable ASCII, Latin-1 and Latin Extended letters, and
+    /// general punctuation such as "–", "“", "•" and "…" (not the zero-width
+    /// joiners and marks, nor the emoji "‼" and "⁉" that a variation selector
+    /// can widen: the selector is not in this set, so such text takes the walk).
+    static func isSingleColumn(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x20..<0x7F, 0xA0..<0x300, 0x2010...0x2027, 0x2030...0x205E: true
+        default: false
+        }
     }
 
     /// The columns one character takes: 2 for East Asian wide characters and
     /// emoji shown as pictures, 0 for control characters, 1 otherwise.
     public static func columns(_ character: Character) -> Int {
-        guard let scalar = character.unicodeScalars.first else { return 0 }
+        let scalars = character.unicodeScalars
+        guard let scalar = scalars.first else { return 0 }
+        if isSingleColumn(scalar), scalars.count == 1 { return 1 }
         if scalar.properties.generalCategory == .control { return 0 }
         if scalar.properties.isEmojiPresentation || character.unicodeScalars.contains("\u{FE0F}") { return 2 }
         switch scalar.value {

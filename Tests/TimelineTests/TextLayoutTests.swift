@@ -10,6 +10,27 @@ struct TextLayoutTests {
         #expect(TextLayout.columns("🥟") == 2)
         #expect(TextLayout.columns("❤️") == 2, "text-style heart shown as emoji")
         #expect(TextLayout.columns("■ □ ─ …") == 7)
+        #expect(TextLayout.columns("a\tb") == 2, "a control character takes no column")
+        #expect(TextLayout.columns("#️⃣") == 2, "a keycap starts with ASCII but is an emoji")
+        #expect(TextLayout.columns("café · naïve") == 12)
+        #expect(TextLayout.columns("‼") == 1 && TextLayout.columns("‼️") == 2, "a variation selector widens an emoji")
+        #expect(TextLayout.columns("e\u{301}") == 1, "a combining mark joins its letter")
+    }
+
+    @Test func latinTextIsCountedLikeAnyOtherText() {
+        // Latin text and punctuation take a scalar-counting shortcut; it must
+        // agree with the character walk, and text with a control character,
+        // a combining mark or an emoji must not take it.
+        let lines = ["", " ", "Re: cache not updating", String(repeating: "x~ ", count: 70), "tab\there",
+                     "Zoë — “quoted” … · 2 h ago", "cafe\u{301} 🥟 ‼️", "日本語 and Latin"]
+        for line in lines {
+            let walked = line.reduce(0) { $0 + TextLayout.columns($1) }
+            #expect(TextLayout.columns(line) == walked, "\(line)")
+            let fitted = TextLayout.fit(line, trailer: " · bnr · 2 h ago", width: 40)
+            #expect(TextLayout.columns(fitted) == 40, "\(fitted)")
+        }
+        #expect(TextLayout.fit("The quick brown fox", trailer: "|", width: 10) == "The quic…|")
+        #expect(TextLayout.fit("Zoë — “quoted” text", trailer: " · x", width: 14) == "Zoë — “qu… · x")
     }
 
     @Test func fitPadsAndCutsByColumns() {
