@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Depot
 import DepotAsyncHTTPClient
 import Foundation
+import NIOCore
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -15,6 +16,7 @@ enum TransportBench {
         var wall: Double
         var cpu: Double
         var requests: Int
+        var switches: Int = 0
 
         var requestsPerSecond: Double { Double(requests) / wall }
         var cpuPerThousand: Double { cpu / Double(requests) * 1000 }
@@ -41,6 +43,9 @@ enum TransportBench {
                 ("Depot + URLSessionTransport", depot(base: base, transport: URLSessionTransport(), concurrency: concurrency)),
                 ("AsyncHTTPClient raw", try ahcRaw(base: base, concurrency: concurrency)),
                 ("Depot + AsyncHTTPClientTransport", depot(base: base, transport: AsyncHTTPClientTransport(), concurrency: concurrency)),
+                ("AsyncHTTPClientTransport alone", transportAlone(base: base, transport: AsyncHTTPClientTransport(), concurrency: concurrency)),
+                ("AsyncHTTPClient raw + task hop", try ahcRaw(base: base, concurrency: concurrency, hop: .globalTask)),
+                ("AsyncHTTPClient raw + loop task hop", try ahcRaw(base: base, concurrency: concurrency, hop: .eventLoopTask)),
             ]
             let only = ProcessInfo.processInfo.environment["DEPOT_BENCH_ONLY"]
             for (name, body) in scenarios where only == nil || name == only {
@@ -64,34 +69,36 @@ enum TransportBench {
     }
 
     static func report(_ row: Row) {
-        print(String(format: "%-34@ c=%d  %8.0f req/s  %.3f CPU-s/1000", row.name as NSString, row.concurrency, row.requestsPerSecond, row.cpuPerThousand))
+        print(String(format: "%-36@ c=%d  %8.0f req/s  %.3f CPU-s/1000  %.1f context switches/request", row.name as NSString, row.concurrency, row.requestsPerSecond, row.cpuPerThousand, Double(row.switches) / Double(row.requests)))
     }
 
     static func table(_ rows: [Row]) -> String {
         var lines = [
-            "| client | concurrency | requests/s | client CPU-s per 1,000 | vs raw transport (throughput / CPU) |",
-            "|---|---:|---:|---:|---:|",
+            "| client | concurrency | requests/s | client CPU-s per 1,000 | context switches per request | vs raw transport (throughput / CPU) |",
+            "|---|---:|---:|---:|---:|---:|",
         ]
         for row in rows {
             var versus = "–"
             let rawName = row.name.contains("URLSession") ? "URLSession raw" : row.name.contains("AsyncHTTPClient") ? "AsyncHTTPClient raw" : nil
-            if row.name.hasPrefix("Depot"), let rawName, let raw = rows.first(where: { $0.name == rawName && $0.concurrency == row.concurrency }) {
+            if let rawName, row.name != rawName, let raw = rows.first(where: { $0.name == rawName && $0.concurrency == row.concurrency }) {
                 let throughput = (row.requestsPerSecond / raw.requestsPerSecond - 1) * 100
                 let cpu = (row.cpuPerThousand / raw.cpuPerThousand - 1) * 100
                 versus = String(format: "%+.1f%% / %+.1f%%", throughput, cpu)
             }
-            lines.append(String(format: "| %@ | %d | %.0f | %.3f | %@ |", row.name as NSString, row.concurrency, row.requestsPerSecond, row.cpuPerThousand, versus as NSString))
+            let switches = row.name.hasPrefix("curl") ? "–" : String(format: "%.1f", Double(row.switches) / Double(row.requests))
+            lines.append(String(format: "| %@ | %d | %.0f | %.3f | %@ | %@ |", row.name as NSString, row.concurrency, row.requestsPerSecond, row.cpuPerThousand, switches as NSString, versus as NSString))
         }
         return lines.joined(separator: "\n")
     }
 
     static func measure(_ name: String, _ concurrency: Int, _ requests: Int, _ body: () async throws -> Void) async throws -> Row {
         let cpuBefore = cpuSeconds(children: false)
+        let switchesBefore = contextSwitches()
         let start = ContinuousClock.now
         try await body()
         let wall = ContinuousClock.now - start
         let cpu = cpuSeconds(children: false) - cpuBefore
-        return Row(name: name, concurrency: concurrency, wall: wall.seconds, cpu: cpu, requests: requests)
+        return Row(name: name, concurrency: concurrency, wall: wall.seconds, cpu: cpu, requests: requests, switches: contextSwitches() - switchesBefore)
     }
 
     /// Runs `count` jobs on `concurrency` workers, each taking the next index.
@@ -141,13 +148,49 @@ enum TransportBench {
         }
     }
 
-    static func ahcRaw(base: URL, concurrency: Int) throws -> (Int) async throws -> Void {
+    /// The transport's own `send` and body, without the controller.
+    static func transportAlone(base: URL, transport: any Transport, concurrency: Int) -> (Int) async throws -> Void {
+        { count in
+            try await fanOut(count, concurrency) { index in
+                let head = try await transport.send(TransportRequest(url: base.appending(path: "items/\(index)")))
+                var bytes = 0
+                for try await chunk in head.body { bytes += chunk.count }
+                precondition(bytes > 1000)
+            }
+        }
+    }
+
+    enum Hop { case none, globalTask, eventLoopTask }
+
+    /// Runs a task's jobs on one event loop, so a response that arrives on that
+    /// loop resumes the task without waking another thread.
+    final class LoopExecutor: TaskExecutor {
+        let loop: any EventLoop
+        init(_ loop: any EventLoop) { self.loop = loop }
+        func enqueue(_ job: consuming ExecutorJob) {
+            let job = UnownedJob(job)
+            loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        }
+    }
+
+    /// `hop` adds the shape of Depot's job: the request runs in a task of its
+    /// own and the caller waits for its value (one more wake-up per request).
+    static func ahcRaw(base: URL, concurrency: Int, hop: Hop = .none) throws -> (Int) async throws -> Void {
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: AsyncHTTPClientTransport.defaultConfiguration)
+        let executors = (0..<concurrency).map { _ in LoopExecutor(HTTPClient.defaultEventLoopGroup.next()) }
+        @Sendable func get(_ index: Int) async throws -> Int {
+            let response = try await client.execute(HTTPClientRequest(url: base.absoluteString + "/items/\(index)"), deadline: .distantFuture)
+            return try await response.body.collect(upTo: 1 << 20).readableBytes
+        }
         return { count in
             try await fanOut(count, concurrency) { index in
-                let response = try await client.execute(HTTPClientRequest(url: base.absoluteString + "/items/\(index)"), deadline: .distantFuture)
-                let body = try await response.body.collect(upTo: 1 << 20)
-                precondition(body.readableBytes > 1000)
+                let bytes: Int
+                switch hop {
+                case .none: bytes = try await get(index)
+                case .globalTask: bytes = try await Task { try await get(index) }.value
+                case .eventLoopTask: bytes = try await Task(executorPreference: executors[index % concurrency]) { try await get(index) }.value
+                }
+                precondition(bytes > 1000)
             }
         }
     }
@@ -171,13 +214,24 @@ enum TransportBench {
         return Row(name: "curl --parallel", concurrency: concurrency, wall: wall.seconds, cpu: cpuSeconds(children: true) - cpuBefore, requests: requests)
     }
 
-    static func cpuSeconds(children: Bool) -> Double {
+    /// Voluntary and involuntary context switches of this process so far (all threads).
+    static func contextSwitches() -> Int {
+        let usage = resourceUsage(children: false)
+        return usage.ru_nvcsw + usage.ru_nivcsw
+    }
+
+    static func resourceUsage(children: Bool) -> rusage {
         var usage = rusage()
         #if os(Linux)
         getrusage(__rusage_who_t(children ? RUSAGE_CHILDREN.rawValue : RUSAGE_SELF.rawValue), &usage)
         #else
         getrusage(children ? RUSAGE_CHILDREN : RUSAGE_SELF, &usage)
         #endif
+        return usage
+    }
+
+    static func cpuSeconds(children: Bool) -> Double {
+        let usage = resourceUsage(children: children)
         func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
         return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
