@@ -11,24 +11,58 @@ enum OverheadBench {
         }
     }
 
+    /// Answers from memory too, but only after the calling task suspended and
+    /// was resumed from another thread, as a network client resumes it.
+    struct SuspendingTransport: Transport {
+        let body = Data(repeating: UInt8(ascii: "x"), count: 1024)
+        let queue = DispatchQueue(label: "depot-bench.suspending")
+        func send(_ request: TransportRequest) async throws -> TransportResponse {
+            let response = TransportResponse(status: 200, headers: ["Content-Length": "1024"], body: ResponseBody(data: body))
+            return await withCheckedContinuation { continuation in queue.async { continuation.resume(returning: response) } }
+        }
+    }
+
     static func run(operations: Int) async throws {
+        try await run(operations: operations, transport: InstantTransport(), label: "controller only")
+        try await run(operations: operations, transport: SuspendingTransport(), label: "controller, suspending transport")
+        for concurrency in [1, 8] {
+            let transport = SuspendingTransport()
+            let cpuBefore = TransportBench.cpuSeconds(children: false)
+            let switchesBefore = TransportBench.contextSwitches()
+            let start = ContinuousClock.now
+            try await TransportBench.fanOut(operations, concurrency) { index in
+                let head = try await transport.send(TransportRequest(url: URL(string: "http://127.0.0.1:1/items/\(index)")!))
+                var bytes = 0
+                for try await chunk in head.body { bytes += chunk.count }
+                precondition(bytes == 1024)
+            }
+            let wall = (ContinuousClock.now - start).seconds
+            let cpu = TransportBench.cpuSeconds(children: false) - cpuBefore
+            let switches = Double(TransportBench.contextSwitches() - switchesBefore) / Double(operations)
+            print(String(format: "suspending transport alone, c=%d: %.1f µs wall and %.1f µs CPU per operation, %.2f context switches (%d operations)", concurrency, wall / Double(operations) * 1e6, cpu / Double(operations) * 1e6, switches, operations))
+        }
+    }
+
+    static func run(operations: Int, transport: any Transport, label: String) async throws {
         for concurrency in [1, 8] {
             var configuration = NetworkController.Configuration(
                 baseURL: URL(string: "http://127.0.0.1:1")!,
-                transport: InstantTransport(),
+                transport: transport,
                 concurrencyLimit: concurrency
             )
             if ProcessInfo.processInfo.environment["DEPOT_BENCH_NO_NOTIFICATIONS"] != nil { configuration.notificationCenter = nil }
             let controller = NetworkController(configuration: configuration)
             try await TransportBench.fanOut(1000, concurrency) { index in _ = try await controller.perform(TransportBench.GetItem(id: index)) }
             let cpuBefore = TransportBench.cpuSeconds(children: false)
+            let switchesBefore = TransportBench.contextSwitches()
             let start = ContinuousClock.now
             try await TransportBench.fanOut(operations, concurrency) { index in
                 _ = try await controller.perform(TransportBench.GetItem(id: index))
             }
+            let switches = Double(TransportBench.contextSwitches() - switchesBefore) / Double(operations)
             let wall = (ContinuousClock.now - start).seconds
             let cpu = TransportBench.cpuSeconds(children: false) - cpuBefore
-            print(String(format: "controller only, c=%d: %.1f µs wall and %.1f µs CPU per operation (%d operations)", concurrency, wall / Double(operations) * 1e6, cpu / Double(operations) * 1e6, operations))
+            print(String(format: "\(label), c=%d: %.1f µs wall and %.1f µs CPU per operation, %.2f context switches (%d operations)", concurrency, wall / Double(operations) * 1e6, cpu / Double(operations) * 1e6, switches, operations))
             _ = await controller.shutdown(grace: .zero)
         }
     }
