@@ -115,7 +115,7 @@ extension NetworkController {
         results.syncStatus = status
 
         guard policy.needsRefresh(lastSynced: status.lastSynced, now: store.currentDate()) else { return results }
-        Task { @MainActor [weak results] in
+        results.refreshTask = Task { @MainActor [weak results] in
             await status.refresh()
             if policy == .networkOnly, status.lastError == nil {
                 results?.reveal()

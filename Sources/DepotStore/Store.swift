@@ -55,7 +55,7 @@ public final class Store: Sendable {
             let fileManager = FileManager.default
             if !fileManager.fileExists(atPath: path) {
                 guard fileManager.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-                    throw DepotError(.invalidRequest, detail: "cannot create the database file at \(path)")
+                    throw DepotError(.storage, detail: "cannot create the database file at \(path)")
                 }
             }
             let pool = try DatabasePool(path: path, configuration: configuration)

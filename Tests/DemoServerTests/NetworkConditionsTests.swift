@@ -171,7 +171,7 @@ import Testing
             let response = try await get(server.url(for: .bytes(200_000)))
             let elapsed = ContinuousClock.now - start
             #expect(response.body.utf8.count == 200_000)
-            #expect(elapsed > .milliseconds(3800) && elapsed < .milliseconds(5000), "\(elapsed)")
+            #expect(elapsed > .milliseconds(3800) && elapsed < .seconds(10), "\(elapsed)")
         }
     }
 }

@@ -45,6 +45,7 @@ import Testing
             _ = try await routes.send(server, .POST, "/contacts", json: #"{"name": "Zoe Quinn"}"#)
             let activities = try routes.array(try await routes.send(server, .GET, "/activities").body)
             let ids = activities.compactMap { $0["id"] as? Int }
+            #expect(ids.count == activities.count, "every activity has an integer id")
             #expect(activities.count == 6)
             #expect(Set(ids).count == ids.count, "\(ids)")
         }

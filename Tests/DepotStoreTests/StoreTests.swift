@@ -52,7 +52,18 @@ import Testing
         let error = #expect(throws: DepotError.self) {
             try Store(path: "/nonexistent-folder-\(UUID().uuidString)/cache.sqlite")
         }
-        #expect(error?.code == .storage || error?.code == .invalidRequest)
+        #expect(error?.code == .storage)
+        #expect(error?.description.contains("cannot create the database file") == true, "\(String(describing: error))")
+    }
+
+    @Test func aFileThatIsNotADatabaseIsAStorageError() throws {
+        let file = FileManager.default.temporaryDirectory.appending(path: "not-a-database-\(UUID().uuidString).sqlite")
+        try Data(repeating: 0x41, count: 4096).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let error = #expect(throws: DepotError.self) {
+            try Store(path: file.path)
+        }
+        #expect(error?.code == .storage)
     }
 
     @Test func aFailedWriteRollsBackAndSaysWhy() async throws {

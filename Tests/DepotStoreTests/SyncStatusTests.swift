@@ -46,6 +46,7 @@ struct SyncStatusTests {
         // Then the rows and "last synced an hour ago" are there at once, from the database
         #expect(results.fetchedObjects.count == 3)
         #expect(results.syncStatus?.lastSynced == date.now.addingTimeInterval(-3600))
+        #expect(results.refreshTask == nil, "cache-only results start no refresh")
         #expect(transport.requests.isEmpty)
     }
 
@@ -98,11 +99,14 @@ struct SyncStatusTests {
 
         date.advance(by: 299)
         let fresh = try controller.results(for: Item.bySection, refreshing: fetch, policy: policy)
+        #expect(fresh.refreshTask == nil, "a cache younger than maxAge starts no refresh")
         #expect(fresh.syncStatus?.isSyncing == false)
         #expect(transport.requests.isEmpty)
 
         date.advance(by: 2)
         let stale = try controller.results(for: Item.bySection, refreshing: fetch, policy: policy)
+        let refresh = try #require(stale.refreshTask, "an older cache starts a refresh")
+        await refresh.value
         for await update in stale.updates() where update.snapshot.count == 2 { break }
         #expect(transport.requests.count == 1)
     }
@@ -113,6 +117,7 @@ struct SyncStatusTests {
         let results = try controller(transport, store: store).results(for: Item.bySection, refreshing: fetch, policy: .cacheOnly)
         #expect(results.fetchedObjects.isEmpty)
         #expect(results.syncStatus?.lastSynced == nil)
+        #expect(results.refreshTask == nil, "not even an empty cache makes cache-only results refresh")
         #expect(transport.requests.isEmpty)
     }
 

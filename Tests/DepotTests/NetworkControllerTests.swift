@@ -50,9 +50,12 @@ import Testing
                     recorder.enqueueReturned = true
                     server.gates.open("a")
                 }
-                // Every completion exactly once, also after the queue drained.
+                // Every completion exactly once, also after the queue drained: a later
+                // operation's completion reaches the main actor after any stray second call.
                 await controller.waitUntilIdle()
-                await Task.yield()
+                await withCheckedContinuation { (sentinel: CheckedContinuation<Void, Never>) in
+                    controller.enqueue(FetchHello(path: "/status/404")) { _ in sentinel.resume() }
+                }
                 #expect(recorder.calls == Dictionary(uniqueKeysWithValues: expected.map { ($0, 1) }))
                 #expect((try? recorder.results["ok"]?.get()) == Hello(message: "hello"))
                 #expect((try? recorder.results["coalesced"]?.get()) == Hello(message: "hello"))
@@ -153,10 +156,26 @@ import Testing
     @Test func mutationsAreNeverCoalesced() async throws {
         try await withServer { server in
             try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
-                async let first = controller.perform(PostEcho(text: "a"))
-                async let second = controller.perform(PostEcho(text: "a"))
+                // The gate holds both POSTs, so they are queued together: a coalescing
+                // bug cannot hide behind the first finishing before the second arrives.
+                let events = controller.events
+                async let first = controller.perform(PostEcho(path: "/gated/mutation", text: "a"))
+                async let second = controller.perform(PostEcho(path: "/gated/mutation", text: "a"))
+                var started = 0
+                var coalesced = 0
+                for await event in events {
+                    switch event.kind {
+                    case .started: started += 1
+                    case .coalesced: coalesced += 1
+                    default: break
+                    }
+                    if started == 2 || coalesced > 0 { break }
+                }
+                server.gates.open("mutation")
                 _ = try await (first, second)
-                #expect(server.count("/echo/body") == 2)
+                #expect(coalesced == 0)
+                #expect(started == 2)
+                #expect(server.count("/gated/mutation") == 2)
             }
         }
     }

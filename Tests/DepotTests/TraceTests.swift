@@ -117,6 +117,9 @@ import Testing
         try Self.sampleRecorder(count: 150).svg().write(to: url, atomically: true, encoding: .utf8)
         let small = FileManager.default.temporaryDirectory.appending(path: "depot-waterfall-small.svg")
         try Self.sampleRecorder(count: 24).svg().write(to: small, atomically: true, encoding: .utf8)
-        #expect(FileManager.default.fileExists(atPath: url.path))
+        // What was written is the whole, well-formed waterfall.
+        let written = try parse(String(contentsOf: url, encoding: .utf8))
+        #expect(written.classes["queued"] == 150)
+        #expect(try parse(String(contentsOf: small, encoding: .utf8)).classes["queued"] == 24)
     }
 }

@@ -26,8 +26,17 @@ struct InteractiveModeTests {
             #expect(pane.contains("Top songs"))
             #expect(pane.contains("•"), "unread items are listed")
 
-            // When r is pressed, then the status says it synced just now
+            // When r is pressed, the feed is fetched again and the status says it synced just now
+            // (the start-up sync already says "just now", so count the server's requests)
+            let feedRequests = { server.currentStats.requests.filter { $0.key.contains("forum/rss") }.values.reduce(0, +) }
+            let before = feedRequests()
             try await Tmux.send(session, "r")
+            var polls = 0
+            while feedRequests() == before, polls < 600 {
+                polls += 1
+                try await Task.sleep(for: .milliseconds(50))  // a real process: poll with a deadline
+            }
+            #expect(feedRequests() == before + 1, "r refreshes the feed once")
             pane = try await Tmux.waitForPane(session) { $0.contains("last synced just now") }
             #expect(pane.contains("last synced just now"))
 

@@ -26,7 +26,9 @@ import Testing
         func line(_ state: SyncStatus.State, offlineMode: Bool = false, quality: ConnectionQuality? = nil, activity: NetworkController.Activity? = nil) -> String {
             NerdfeedPresentation.statusLine(state, offlineMode: offlineMode, quality: quality, activity: activity, now: now, timeZone: utc)
         }
-        let clock = NerdfeedPresentation.clockTime(synced, timeZone: utc)
+        let clock = "14:11"  // synced = 2026-09-21 14:11:20 UTC
+        #expect(NerdfeedPresentation.clockTime(synced, timeZone: utc) == clock)
+        #expect(NerdfeedPresentation.clockTime(synced, timeZone: TimeZone(identifier: "Asia/Tokyo")!) == "23:11")
         #expect(line(.init(isSyncing: true, lastSynced: nil, lastError: nil)) == "syncing…")
         #expect(line(.init(isSyncing: false, lastSynced: synced, lastError: nil)) == "last synced 2 min ago")
         #expect(line(.init(isSyncing: false, lastSynced: synced, lastError: offline)) == "offline — showing cached data from \(clock)")

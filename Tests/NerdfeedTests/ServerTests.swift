@@ -1,7 +1,7 @@
 import DemoServer
 import Depot
 import DepotAsyncHTTPClient
-import DepotStore
+@testable import DepotStore
 import DepotTesting
 import Foundation
 import GRDB
@@ -104,7 +104,8 @@ struct ServerTests {
         try await withSetup(date: date) { server, store, controller in
             // Given a first sync of the chart
             let first = try controller.results(for: Song.byRank, refreshing: FetchTopSongs(), policy: FetchTopSongs.cachePolicy)
-            await first.syncStatus?.refresh()  // joins the refresh the results started
+            let firstRefresh = try #require(first.refreshTask, "an empty cache is refreshed")
+            await firstRefresh.value
             #expect(requests(server, "topsongs") == 1)
             #expect(try await store.read { db in try Song.fetchCount(db) } == 10)
 
@@ -112,13 +113,15 @@ struct ServerTests {
             date.advance(by: 299)
             let second = try controller.results(for: Song.byRank, refreshing: FetchTopSongs(), policy: FetchTopSongs.cachePolicy)
             #expect(second.fetchedObjects.count == 10)
+            #expect(second.refreshTask == nil, "a chart younger than five minutes is not fetched")
             #expect(second.syncStatus?.isSyncing == false)
             #expect(requests(server, "topsongs") == 1)
 
             // When it is shown after more than five minutes, it is fetched again (a 304: the chart did not change)
             date.advance(by: 2)
             let third = try controller.results(for: Song.byRank, refreshing: FetchTopSongs(), policy: FetchTopSongs.cachePolicy)
-            await third.syncStatus?.refresh()
+            let thirdRefresh = try #require(third.refreshTask, "an older chart is refreshed by the policy itself")
+            await thirdRefresh.value
             #expect(requests(server, "topsongs") == 2)
             #expect(server.currentStats.notModified == 1)
             #expect(third.syncStatus?.lastSynced == date.now)
@@ -159,6 +162,7 @@ struct ServerTests {
             let before = server.currentStats.requests.values.reduce(0, +)
 
             let app = try NerdfeedApp(controller: controller, feedURL: url(server, "forum/rss"), autoRefresh: .seconds(1), offline: true)
+            #expect(app.items.refreshTask == nil && app.songs.refreshTask == nil, "offline results start no refresh")
             await app.refresh()
 
             #expect(app.items.fetchedObjects.count == 20)

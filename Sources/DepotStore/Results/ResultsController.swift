@@ -51,6 +51,12 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     /// Every record of ``snapshot``, section after section.
     public var fetchedObjects: [Record] { snapshot.fetchedObjects }
 
+    /// The refresh that `NetworkController.results(...)` started because its
+    /// policy asked for one; `nil` when the cache was enough or no refresh was
+    /// asked for. Tests await it, or check that it is `nil`, instead of guessing
+    /// whether a background refresh has begun.
+    @ObservationIgnored var refreshTask: Task<Void, Never>?
+
     @ObservationIgnored private let store: Store
     @ObservationIgnored private let fetch: @Sendable (Database) throws -> [Record]
     @ObservationIgnored private let refresh: ResultsDiff.Refresh<Record>
