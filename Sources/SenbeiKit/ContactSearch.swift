@@ -69,8 +69,14 @@ public final class ContactSearch {
         isSearching = true
         // The completion always runs later on the main actor, so `currentTicket`
         // is assigned before any answer can be compared with it.
+        let session = app.signIns
         let ticket = app.controller.enqueue(SearchContacts(query: text, limit: limit)) { [weak self] ticket, result in
             guard let self, ticket == self.currentTicket else { return }  // superseded: never shown
+            if case .failure(let error) = result, self.app.isStaleRefusal(error, since: session) {
+                // Refused for the credentials of a session replaced since: search again under the new one.
+                self.update(query: self.query)
+                return
+            }
             self.finish(result)
         }
         currentTicket = ticket

@@ -75,6 +75,9 @@ public final class SenbeiApp {
 
     @ObservationIgnored let credentials: SenbeiCredentials
     @ObservationIgnored private var signingIn: Task<Profile, any Error>?
+    /// How many sign-ins have succeeded: tells a refusal of an older session's
+    /// credentials from a refusal of the current ones.
+    @ObservationIgnored private(set) var signIns = 0
 
     /// Makes the model and holds data work until a sign-in.
     ///
@@ -137,6 +140,7 @@ public final class SenbeiApp {
         do {
             let profile = try await controller.perform(Login())
             self.profile = profile
+            signIns += 1
             controller.resume(category: .senbei)
             post(.senbeiDidLogin, payload: profile)
             return profile
@@ -162,14 +166,35 @@ public final class SenbeiApp {
     // MARK: - Running operations
 
     /// Signs in if nobody is, then runs `operation`; reports failures.
+    ///
+    /// A 401 for a request that went out before a newer sign-in succeeded was
+    /// meant for the old credentials: the operation is sent once more under the
+    /// new session instead of signing it out. (A 401 means the server did
+    /// nothing, so a write may be sent again.) A refusal of that second try is
+    /// a real one.
     func run<Operation: NetworkOperation>(_ operation: Operation) async throws(DepotError) -> Operation.Output {
         if profile == nil { try await login() }
+        let session = signIns
+        do {
+            return try await controller.perform(operation)
+        } catch {
+            guard isStaleRefusal(error, since: session) else {
+                report(error, operation: operation.name)
+                throw error
+            }
+        }
         do {
             return try await controller.perform(operation)
         } catch {
             report(error, operation: operation.name)
             throw error
         }
+    }
+
+    /// Whether `error` is a 401 for credentials of a session older than the one
+    /// signed in now (`session` is ``signIns`` when the request was made).
+    func isStaleRefusal(_ error: DepotError, since session: Int) -> Bool {
+        error.code == .unauthorized && signIns != session && profile != nil
     }
 
     /// Posts what a failure means: a refused sign-in for a 401, an error otherwise, nothing for a cancellation.

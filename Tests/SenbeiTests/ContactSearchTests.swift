@@ -125,6 +125,30 @@ struct ContactSearchTests {
             #expect(f.log.names == [.senbeiDidLogin, .senbeiDidFailLogin])
         }
     }
+
+    /// A refusal of credentials replaced by a newer, accepted sign-in searches again instead of signing out.
+    @Test func aSearchRefusedForOldCredentialsSearchesAgainUnderTheNewSession() async throws {
+        let serverClock = ManualClock()
+        try await withSenbei(server: .init(seed: 1), serverClock: serverClock) { f in
+            try await f.app.login()
+            try await f.control(route: "/contacts", latencyMs: 1000)
+            f.credentials.set(username: "admin", password: "old")
+            let search = ContactSearch(app: f.app)
+            search.update(query: "ann")
+            await serverClock.sleepers(atLeast: 1)
+
+            try await f.app.login(username: "admin", password: "secret")
+            let drainer = ServerClockDrainer.start(serverClock)
+            await search.settled()
+            await ServerClockDrainer.stop(drainer, on: serverClock)
+
+            #expect(search.lastError == nil)
+            #expect(search.matches?.query == "ann")
+            #expect(f.app.profile != nil)
+            #expect(!f.log.names.contains(.senbeiDidFailLogin), "\(f.log.names)")
+            #expect(f.served("/contacts") == 2)
+        }
+    }
 }
 
 extension NetworkEvent.Kind {

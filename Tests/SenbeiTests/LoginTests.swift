@@ -59,6 +59,32 @@ struct LoginTests {
         }
     }
 
+    @Test func aLateRefusalOfOldCredentialsDoesNotSignOutANewSession() async throws {
+        let serverClock = ManualClock()
+        try await withSenbei(serverClock: serverClock) { f in
+            try await f.app.login()
+            try await f.control(route: "/contacts", latencyMs: 1000)
+
+            // Given a request sent with credentials that no longer work, held by the server
+            f.credentials.set(username: "admin", password: "old")
+            let stale = Task { try await f.app.loadPage(.contacts, refresh: true) }
+            await serverClock.sleepers(atLeast: 1)
+
+            // When the user signs in again with the right password, before the refusal arrives
+            try await f.app.login(username: "admin", password: "secret")
+            let drainer = ServerClockDrainer.start(serverClock)
+            let page = try await stale.value
+            await ServerClockDrainer.stop(drainer, on: serverClock)
+
+            // Then the new session stands: the request went once more, under it
+            #expect(page.items.count == 20)
+            #expect(f.app.profile != nil)
+            #expect(!f.log.names.contains(.senbeiDidFailLogin), "\(f.log.names)")
+            #expect(f.served("/contacts") == 2)
+            #expect(f.served("/profile") == 2)
+        }
+    }
+
     @Test func concurrentCallsShareOneSignIn() async throws {
         try await withSenbei { f in
             async let contacts = f.app.loadPage(.contacts)
