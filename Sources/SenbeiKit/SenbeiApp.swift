@@ -35,6 +35,28 @@ public struct EntityPage: Sendable, Hashable {
     }
 }
 
+/// Rows read back from the cache after asking the server for them, and where
+/// they came from: tasks, comments and activities.
+///
+/// When the server cannot be reached (offline, a lost connection, a timeout)
+/// and the rows were fetched before, they are the cached ones, with
+/// ``source`` `.offline` and ``lastSynced`` saying how old they are.
+public struct CachedRows<Row: Sendable & Hashable>: Sendable, Hashable {
+    /// The rows, in the order of the cache's request.
+    public var rows: [Row]
+    /// `.network` when the server answered just now, `.offline` when it could not be asked.
+    public var source: EntityPage.Source
+    /// When the rows were last fetched from the server.
+    public var lastSynced: Date?
+
+    /// Makes a result.
+    public init(rows: [Row], source: EntityPage.Source, lastSynced: Date?) {
+        self.rows = rows
+        self.source = source
+        self.lastSynced = lastSynced
+    }
+}
+
 /// The Senbei CRM client's model: sign-in, the cached lists, tasks, comments
 /// and activities, and the changes the user makes. Every network call goes
 /// through the controller's operations; every answer is read back from the
@@ -228,13 +250,7 @@ public final class SenbeiApp {
         let fresh = !refresh && lastSynced.map { isFresh($0) } == true
         var source: EntityPage.Source = fresh ? .cache : .network
         if !fresh {
-            do {
-                _ = try await run(operation)
-                lastSynced = try await store.ledger.entry(for: operation.cacheKey)?.lastSynced
-            } catch where Self.isUnreachable(error) && lastSynced != nil {
-                // Offline-first: show what was fetched last, and say how old it is.
-                source = .offline
-            }
+            (source, lastSynced) = try await fetch(operation, lastSynced: lastSynced)
         }
         let (info, items) = try await store.read { db in
             (try PageInfo.fetchOne(db, key: ["kind": kind.rawValue, "page": operation.page]), try Entity.onPage(kind, operation.page).fetchAll(db))
@@ -260,12 +276,36 @@ public final class SenbeiApp {
 
     // MARK: - Tasks, comments, activities
 
-    /// Fetches the open tasks, then returns them from the cache. Posts `senbeiDidRetrieveTasks`.
-    public func loadTasks() async throws(DepotError) -> [CRMTask] {
-        _ = try await run(FetchTasks())
-        let tasks = try await store.read { db in try CRMTask.open.fetchAll(db) }
-        post(.senbeiDidRetrieveTasks, payload: tasks)
+    /// Fetches the open tasks, then returns them from the cache. Posts
+    /// `senbeiDidRetrieveTasks` when the server answered. With no server to ask,
+    /// returns the tasks fetched last (``CachedRows/source`` `.offline`).
+    public func loadTasks() async throws(DepotError) -> CachedRows<CRMTask> {
+        let tasks = try await loadCached(FetchTasks()) { db in try CRMTask.open.fetchAll(db) }
+        if tasks.source == .network { post(.senbeiDidRetrieveTasks, payload: tasks.rows) }
         return tasks
+    }
+
+    /// Runs `operation`, then reads `rows` from the cache; falls back to the
+    /// cached rows when the server cannot be reached and they were fetched before.
+    private func loadCached<Operation: CachingOperation, Row: Sendable & Hashable>(
+        _ operation: Operation,
+        rows: @escaping @Sendable (Database) throws -> [Row]
+    ) async throws(DepotError) -> CachedRows<Row> {
+        let cached = try await store.ledger.entry(for: operation.cacheKey)?.lastSynced
+        let (source, lastSynced) = try await fetch(operation, lastSynced: cached)
+        return CachedRows(rows: try await store.read(rows), source: source, lastSynced: lastSynced)
+    }
+
+    /// Runs `operation` and says where the rows are from now. Offline-first:
+    /// when the server cannot be reached and the rows were fetched before
+    /// (`lastSynced`), they are shown as `.offline` instead of failing.
+    private func fetch<Operation: CachingOperation>(_ operation: Operation, lastSynced: Date?) async throws(DepotError) -> (EntityPage.Source, Date?) {
+        do {
+            _ = try await run(operation)
+            return (.network, try await store.ledger.entry(for: operation.cacheKey)?.lastSynced)
+        } catch where Self.isUnreachable(error) && lastSynced != nil {
+            return (.offline, lastSynced)
+        }
     }
 
     /// Marks the task done on the server and in the cache. Posts `senbeiDidMarkTaskAsDone`.
@@ -293,11 +333,12 @@ public final class SenbeiApp {
         return contact
     }
 
-    /// Fetches the comments on `subject`, then returns them from the cache. Posts `senbeiDidRetrieveComments`.
-    public func loadComments(on subject: Commentable) async throws(DepotError) -> [CRMComment] {
-        _ = try await run(FetchComments(on: subject))
-        let comments = try await store.read { db in try CRMComment.on(subject).fetchAll(db) }
-        post(.senbeiDidRetrieveComments, payload: comments, entity: subject)
+    /// Fetches the comments on `subject`, then returns them from the cache.
+    /// Posts `senbeiDidRetrieveComments` when the server answered. With no
+    /// server to ask, returns the comments fetched last (`.offline`).
+    public func loadComments(on subject: Commentable) async throws(DepotError) -> CachedRows<CRMComment> {
+        let comments = try await loadCached(FetchComments(on: subject)) { db in try CRMComment.on(subject).fetchAll(db) }
+        if comments.source == .network { post(.senbeiDidRetrieveComments, payload: comments.rows, entity: subject) }
         return comments
     }
 
@@ -316,11 +357,11 @@ public final class SenbeiApp {
     }
 
     /// Fetches the activity stream, then returns it from the cache, newest first.
-    /// Posts `senbeiDidRetrieveActivities`.
-    public func loadActivities() async throws(DepotError) -> [CRMActivity] {
-        _ = try await run(FetchActivities())
-        let activities = try await store.read { db in try CRMActivity.newestFirst.fetchAll(db) }
-        post(.senbeiDidRetrieveActivities, payload: activities)
+    /// Posts `senbeiDidRetrieveActivities` when the server answered. With no
+    /// server to ask, returns the stream fetched last (`.offline`).
+    public func loadActivities() async throws(DepotError) -> CachedRows<CRMActivity> {
+        let activities = try await loadCached(FetchActivities()) { db in try CRMActivity.newestFirst.fetchAll(db) }
+        if activities.source == .network { post(.senbeiDidRetrieveActivities, payload: activities.rows) }
         return activities
     }
 }

@@ -17,13 +17,23 @@ public enum SenbeiPresentation {
         switch page.source {
         case .network: heading += " · from the server"
         case .cache: heading += " · from the cache" + (page.lastSynced.map { ", synced \(relative($0, now: now))" } ?? "")
-        case .offline:
-            heading += " · offline — showing cached data" + (page.lastSynced.map { " from \(SyncStatus.State.clockTime($0)) (\(relative($0, now: now)))" } ?? "")
+        case .offline: heading += " · " + offlineNote(lastSynced: page.lastSynced, now: now)
         }
         var lines = [heading]
         lines += page.items.map { "  " + entityLine($0) }
         if page.items.isEmpty { lines.append("  (nothing on this page)") }
         return lines
+    }
+
+    /// What a list shown from the cache says when the server could not be asked:
+    /// `offline — showing cached data from 14:02 (1 h ago)`.
+    public static func offlineNote(lastSynced: Date?, now: Date) -> String {
+        "offline — showing cached data" + (lastSynced.map { " from \(SyncStatus.State.clockTime($0)) (\(relative($0, now: now)))" } ?? "")
+    }
+
+    /// The lines of `rows` from `lines`, after an offline note when they came from the cache.
+    public static func lines<Row>(_ rows: CachedRows<Row>, now: Date, _ lines: ([Row]) -> [String]) -> [String] {
+        (rows.source == .offline ? [offlineNote(lastSynced: rows.lastSynced, now: now)] : []) + lines(rows.rows)
     }
 
     /// One record: its identifier, name, e-mail and company in columns.

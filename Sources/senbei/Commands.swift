@@ -71,7 +71,7 @@ struct CommentsCommand: AsyncParsableCommand {
         guard let subject = about.subject else { return }
         try await Session.run(options) { session in
             let comments = try await session.withLogin { try await session.app.loadComments(on: subject) }
-            session.print(SenbeiPresentation.commentLines(comments, on: subject))
+            session.print(SenbeiPresentation.lines(comments, now: Date()) { SenbeiPresentation.commentLines($0, on: subject) })
         }
     }
 }
@@ -111,7 +111,8 @@ struct TasksCommand: AsyncParsableCommand {
     @MainActor func run() async throws {
         try await Session.run(options) { session in
             let tasks = try await session.withLogin { try await session.app.loadTasks() }
-            session.print(SenbeiPresentation.taskLines(TaskBuckets().group(tasks, now: Date())))
+            let now = Date()
+            session.print(SenbeiPresentation.lines(tasks, now: now) { SenbeiPresentation.taskLines(TaskBuckets().group($0, now: now)) })
         }
     }
 }
@@ -164,7 +165,7 @@ struct ActivitiesCommand: AsyncParsableCommand {
     @MainActor func run() async throws {
         try await Session.run(options) { session in
             let activities = try await session.withLogin { try await session.app.loadActivities() }
-            session.print(SenbeiPresentation.activityLines(activities))
+            session.print(SenbeiPresentation.lines(activities, now: Date()) { SenbeiPresentation.activityLines($0) })
         }
     }
 }

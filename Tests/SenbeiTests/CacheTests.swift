@@ -42,6 +42,49 @@ struct CacheTests {
         }
     }
 
+    /// Offline-first for tasks, comments and activities too: the rows fetched
+    /// last, marked offline with their age, and no "retrieved" notification.
+    @Test func offlineTasksCommentsAndActivitiesComeFromTheCache() async throws {
+        let date = ManualDate()
+        try await withSenbei(date: date) { f in
+            let subject = Commentable(.contacts, 3)
+            _ = try await f.app.postComment(on: subject, text: "Left a message")
+            let tasks = try await f.app.loadTasks()
+            let comments = try await f.app.loadComments(on: subject)
+            let activities = try await f.app.loadActivities()
+            #expect(tasks.source == .network && comments.source == .network && activities.source == .network)
+            #expect(!tasks.rows.isEmpty && comments.rows.count == 1 && !activities.rows.isEmpty)
+            let synced = date.now
+            date.advance(by: 3_600)
+
+            // A new session on the same cache, its server unreachable (connection refused).
+            let credentials = SenbeiCredentials(username: "admin", password: "secret")
+            var configuration = SenbeiApp.configuration(server: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), credentials: credentials, store: f.store, notificationCenter: nil)
+            configuration.currentDate = date.provider
+            let controller = NetworkController(configuration: configuration)
+            let log = NotificationLog()
+            let app = try SenbeiApp(controller: controller, credentials: credentials, notificationCenter: log.center)
+
+            let offlineTasks = try await app.loadTasks()
+            #expect(offlineTasks == CachedRows(rows: tasks.rows, source: .offline, lastSynced: synced))
+            let offlineComments = try await app.loadComments(on: subject)
+            #expect(offlineComments == CachedRows(rows: comments.rows, source: .offline, lastSynced: synced))
+            let offlineActivities = try await app.loadActivities()
+            #expect(offlineActivities == CachedRows(rows: activities.rows, source: .offline, lastSynced: synced))
+            #expect(!log.names.contains(.senbeiDidRetrieveTasks) && !log.names.contains(.senbeiDidRetrieveComments) && !log.names.contains(.senbeiDidRetrieveActivities), "\(log.names)")
+
+            // The CLI's lines start with the note
+            let lines = SenbeiPresentation.lines(offlineTasks, now: date.now) { $0.map(\.name) }
+            #expect(lines.first?.hasPrefix("offline — showing cached data from ") == true && lines.first?.hasSuffix(" (1 h ago)") == true, "\(lines)")
+            #expect(Array(lines.dropFirst()) == tasks.rows.map(\.name))
+
+            // Comments never fetched fail with the reason
+            let error = await #expect(throws: DepotError.self) { try await app.loadComments(on: Commentable(.contacts, 4)) }
+            #expect(error?.code == .offline)
+            _ = await controller.shutdown(grace: .zero)
+        }
+    }
+
     /// Offline-first: with no server to ask, a stale page still shows, and says
     /// how old it is; a page never fetched fails with the reason.
     @Test func offlineAStalePageComesFromTheCacheWithItsAge() async throws {

@@ -54,7 +54,7 @@ struct EndpointTests {
             #expect(posted.entity as? Commentable == subject)
 
             // List
-            let listed = try await f.app.loadComments(on: subject)
+            let listed = try await f.app.loadComments(on: subject).rows
             #expect(listed == [comment])
             #expect(f.log.last(.senbeiDidRetrieveComments)?.payload as? [CRMComment] == [comment])
             #expect(f.log.last(.senbeiDidRetrieveComments)?.entity as? Commentable == subject)
@@ -63,14 +63,16 @@ struct EndpointTests {
             try await f.app.deleteComment(id: comment.id)
             #expect(f.log.last(.senbeiDidDeleteComment)?.payload as? Int == comment.id)
             #expect(try await f.store.read { db in try CRMComment.fetchCount(db) } == 0)
-            #expect(try await f.app.loadComments(on: subject).isEmpty)
+            #expect(try await f.app.loadComments(on: subject).rows.isEmpty)
             #expect(f.log.names == [.senbeiDidLogin, .senbeiDidPostComment, .senbeiDidRetrieveComments, .senbeiDidDeleteComment, .senbeiDidRetrieveComments])
         }
     }
 
     @Test func tasksAreListedMarkedDoneAndCreated() async throws {
         try await withSenbei { f in
-            let tasks = try await f.app.loadTasks()
+            let loaded = try await f.app.loadTasks()
+            #expect(loaded.source == .network)
+            let tasks = loaded.rows
             #expect(tasks.count == 12)
             #expect(tasks.filter { $0.due == nil }.count == 2)
             #expect(f.log.last(.senbeiDidRetrieveTasks)?.payload as? [CRMTask] == tasks)
@@ -115,7 +117,7 @@ struct EndpointTests {
     @Test func activitiesAreListedNewestFirst() async throws {
         try await withSenbei { f in
             try await f.app.markTaskDone(id: 1)
-            let activities = try await f.app.loadActivities()
+            let activities = try await f.app.loadActivities().rows
             #expect(activities.count == 4)
             #expect(activities.first?.action == "completed")
             #expect(activities.map(\.position) == [0, 1, 2, 3])
