@@ -34,7 +34,7 @@ extension SyncStatus.State {
         if offlineMode {
             line = lastSynced == nil ? "offline — nothing cached yet" : "offline — showing cached data\(cachedFrom)"
         } else if let lastError, lastError.code == .offline || quality == .offline {
-            line = "offline — showing cached data\(cachedFrom)"
+            line = lastSynced == nil ? "offline — nothing cached yet" : "offline — showing cached data\(cachedFrom)"
             if isSyncing { line += " (waiting for the network)" }
         } else if isSyncing {
             line = "syncing…"

@@ -55,8 +55,10 @@ public final class NerdfeedApp {
     ///   - autoRefresh: Refresh the feed this often (and the chart when it is
     ///     older than ``FetchTopSongs/maxAge``), and on reconnect; `nil` for manual refresh only.
     ///   - offline: Never go to the network: show the cache.
+    ///   - waitsForNetwork: Whether a refresh waits out an offline spell (an app
+    ///     that stays open) or fails at once with `.offline` (a one-shot run).
     /// - Throws: `.storage` if no store is configured or the first fetch from it fails.
-    public init(controller: NetworkController, feedURL: URL, songsLimit: Int = FetchTopSongs.defaultLimit, autoRefresh: Duration? = nil, offline: Bool = false) throws(DepotError) {
+    public init(controller: NetworkController, feedURL: URL, songsLimit: Int = FetchTopSongs.defaultLimit, autoRefresh: Duration? = nil, offline: Bool = false, waitsForNetwork: Bool = true) throws(DepotError) {
         guard let store = controller.store else {
             throw DepotError(.storage, detail: "NerdfeedApp needs a store: set NetworkController.Configuration.store")
         }
@@ -66,11 +68,11 @@ public final class NerdfeedApp {
         self.isOffline = offline
         items = try controller.results(
             for: FeedItem.newestFirst(feed: feedURL),
-            refreshing: FetchForumFeed(url: feedURL),
+            refreshing: FetchForumFeed(url: feedURL, offlineBehavior: waitsForNetwork ? .waitForConnectivity : .failFast),
             policy: offline ? .cacheOnly : .cacheThenNetwork)
         songs = try controller.results(
             for: Song.byRank,
-            refreshing: FetchTopSongs(limit: songsLimit),
+            refreshing: FetchTopSongs(limit: songsLimit, offlineBehavior: waitsForNetwork ? .waitForConnectivity : .failFast),
             policy: offline ? .cacheOnly : FetchTopSongs.cachePolicy)
         guard let feedStatus = items.syncStatus, let songsStatus = songs.syncStatus else {
             throw DepotError(.storage, detail: "results came without a sync status")

@@ -19,10 +19,14 @@ import GRDB
 public struct FetchForumFeed: CachingOperation {
     /// The feed's URL; its items are stored with it as their ``FeedItem/feed``.
     public let url: URL
+    /// What happens with no network: wait for it (the default, for an app that
+    /// stays open) or fail at once (a one-shot run that should say so and end).
+    public let offlineBehavior: OfflineBehavior
 
     /// Makes the operation for the feed at `url`.
-    public init(url: URL) {
+    public init(url: URL, offlineBehavior: OfflineBehavior = .waitForConnectivity) {
         self.url = url
+        self.offlineBehavior = offlineBehavior
     }
 
     /// `GET` of the feed's URL.
@@ -65,9 +69,13 @@ public struct FetchTopSongs: CachingOperation {
     /// Use the cached chart while it is younger than ``maxAge``; fetch otherwise.
     public static let cachePolicy = CachePolicy.cacheFirst(maxAge: maxAge)
 
+    /// What happens with no network: wait for it (the default) or fail at once.
+    public let offlineBehavior: OfflineBehavior
+
     /// Makes the operation for the top `limit` songs.
-    public init(limit: Int = FetchTopSongs.defaultLimit) {
+    public init(limit: Int = FetchTopSongs.defaultLimit, offlineBehavior: OfflineBehavior = .waitForConnectivity) {
         self.limit = limit
+        self.offlineBehavior = offlineBehavior
     }
 
     /// `GET topsongs/limit=N/json`.

@@ -85,7 +85,9 @@ struct NerdfeedCommand: AsyncParsableCommand {
             controller: controller,
             feedURL: feedURL,
             autoRefresh: once || json ? nil : .seconds(refreshInterval),
-            offline: offline)
+            offline: offline,
+            // A one-shot run prints what it has and says why, instead of waiting for a network.
+            waitsForNetwork: !(once || json || !Terminal.isInteractive))
 
         if once || json || !Terminal.isInteractive {
             try await printOnce(app)

@@ -44,4 +44,33 @@ struct ConnectionStatusTests {
         #expect(status.concurrencyLimit == 4)
         _ = await controller.shutdown(grace: .zero)
     }
+
+    /// An app whose operations all fail fast queues nothing for the probes to
+    /// let through: each such operation, sent when nothing else is out, is the probe.
+    @Test func failFastOperationsFindTheNetworkBackOnTheirOwn() async throws {
+        let clock = ManualClock()
+        let transport = FixtureTransport(["/ping": .data(Data("pong".utf8))])
+        transport.isOffline = true
+        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://fixtures.test")!, transport: transport, clock: clock, notificationCenter: nil))
+
+        // Given the controller found no network
+        let first = await #expect(throws: DepotError.self) { try await controller.perform(Ping()) }
+        #expect(first?.code == .offline)
+        #expect(controller.quality == .offline)
+
+        // When another fail-fast operation comes while still offline, it tries (and fails) once more
+        let second = await #expect(throws: DepotError.self) { try await controller.perform(Ping()) }
+        #expect(second?.code == .offline)
+        #expect(transport.requests.count == 2)
+        #expect(controller.quality == .offline)
+
+        // When the network is back, the next one gets through, with no clock moved and nothing queued
+        transport.isOffline = false
+        let pong = try await controller.perform(Ping())
+        #expect(pong.body == Data("pong".utf8))
+        #expect(transport.requests.count == 3)
+        #expect(controller.quality != .offline)
+        #expect(controller.activity.limit == 4)
+        _ = await controller.shutdown(grace: .zero)
+    }
 }

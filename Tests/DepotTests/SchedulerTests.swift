@@ -45,16 +45,20 @@ import Testing
         #expect(starts(scheduler.finish(job: id(20), outcome: .succeeded)) == [5, 6])
     }
 
-    @Test func requeuedJobRunsFirstWhenRoomReturns() {
+    @Test func requeuedJobWaitsBehindItsPeersSoProbesTakeTurns() {
         var scheduler = Scheduler(limit: 1)
         #expect(starts(scheduler.enqueue(entry(1, .normal))) == [1])
         _ = scheduler.enqueue(entry(2, .normal))
+        _ = scheduler.enqueue(entry(3, .high))
         _ = scheduler.setLimit(0)
         // Given the running job found no network and went back to the queue
         #expect(starts(scheduler.requeue(job: id(1))).isEmpty)
         #expect(scheduler.isPending(id(1)))
-        // When room returns, it goes first, still with its ticket
-        #expect(starts(scheduler.setLimit(1)) == [1])
+        // When room returns, more urgent work goes first, then its peer that waited, then it
+        #expect(starts(scheduler.setLimit(1)) == [3])
+        #expect(starts(scheduler.finish(job: id(3), outcome: .succeeded)) == [2])
+        #expect(starts(scheduler.finish(job: id(2), outcome: .succeeded)) == [1])
+        // still with its ticket
         let finished = scheduler.finish(job: id(1), outcome: .succeeded)
         #expect(finished.contains(.resolve(job: id(1), tickets: [id(1)], .succeeded)))
     }

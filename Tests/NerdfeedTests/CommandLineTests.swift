@@ -49,6 +49,14 @@ struct CommandLineTests {
         let lines = text.output.split(separator: "\n")
         #expect(lines.count == synced.links.count + 1, "\(text.output)")
         #expect(lines.last?.hasPrefix("-- offline — showing cached data from") == true, "\(text.output)")
+
+        // Without --offline, a one-shot run against the gone server does not wait
+        // for a network: it tries once, then prints the cached list and says why.
+        let unreachable = try await Self.nerdfeed(["--once", "--feed", feed, "--songs", server.baseURL.absoluteString, "--cache", cache])
+        #expect(unreachable.status == 0, "\(unreachable.error)")
+        let fallback = unreachable.output.split(separator: "\n")
+        #expect(fallback.count == synced.links.count + 1, "\(unreachable.output)")
+        #expect(fallback.last?.hasPrefix("-- offline — showing cached data from") == true, "\(unreachable.output)")
     }
 
     @Test func jsonListsItemsAndStatus() async throws {

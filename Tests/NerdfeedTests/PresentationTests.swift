@@ -35,6 +35,7 @@ import Testing
         #expect(line(.init(isSyncing: true, lastSynced: synced, lastError: offline)) == "offline — showing cached data from \(clock) (waiting for the network)")
         #expect(line(.init(isSyncing: false, lastSynced: synced, lastError: nil), offlineMode: true) == "offline — showing cached data from \(clock)")
         #expect(line(.init(isSyncing: false, lastSynced: nil, lastError: nil), offlineMode: true) == "offline — nothing cached yet")
+        #expect(line(.init(isSyncing: false, lastSynced: nil, lastError: offline)) == "offline — nothing cached yet", "a first sync that found no network")
         #expect(line(.init(isSyncing: false, lastSynced: synced, lastError: broken)) == "sync failed: \(broken.message) — showing data from \(clock)")
         let busy = NetworkController.Activity(queued: 2, running: 1, blocked: 0, limit: 4, backingOff: 0)
         #expect(line(.init(isSyncing: false, lastSynced: synced, lastError: nil), quality: .good, activity: busy) == "last synced 2 min ago · network good · 2 queued, 1 running")

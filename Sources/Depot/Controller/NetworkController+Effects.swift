@@ -179,7 +179,7 @@ extension NetworkController {
             if state.tasks.removeValue(forKey: job) == nil { state.endedBeforeStored.insert(job) }
             state.abortedBeforeLaunch.remove(job)
             if result.waitsForNetwork, !state.isShutDown, case .failure(let error) = result.result {
-                // No network: back to the head of the queue, to run when it returns.
+                // No network: back to the queue (behind its peers), to run when it returns.
                 // The probe that found no network ends with it.
                 var effects: [Effect] = state.scheduler.waiters(of: job).compactMap { waiter in
                     guard let name = state.records[waiter]?.ticket.operationName else { return nil }
@@ -191,6 +191,11 @@ extension NetworkController {
                 return effects
             }
             var effects = apply(state.scheduler.finish(job: job, outcome: outcome), in: &state, at: now, result: result)
+            if state.conditions.isOffline, state.conditions.probing, case .failure(let error) = result.result, error.code == .offline {
+                // A fail-fast probe found no network: the probe window closes again.
+                state.conditions.probing = false
+                effects += applyEffectiveLimit(in: &state, at: now)
+            }
             if state.scheduler.runningJobCount == 0, !state.conditions.rulePaused.isEmpty {
                 effects += apply(state.scheduler.trickle(from: state.conditions.rulePaused.subtracting(state.conditions.userPaused)), in: &state, at: now)
             }

@@ -268,9 +268,16 @@ public final class NetworkController: Sendable {
                 state.conditions.droppable.insert(id)
             }
             if quality == .offline, offlineBehavior == .failFast {
-                state.records[id] = nil
-                effects += resolve(record, .failure(DepotError(.offline, operation: name, detail: "no network, and the operation fails fast")), outcome: .failed, at: now, in: &state)
-                return
+                guard state.scheduler.isIdle else {
+                    // Queued work will find out when the network is back (the probes let it try).
+                    state.records[id] = nil
+                    effects += resolve(record, .failure(DepotError(.offline, operation: name, detail: "no network, and the operation fails fast")), outcome: .failed, at: now, in: &state)
+                    return
+                }
+                // Nothing queued could ever probe: an app of fail-fast operations would
+                // stay offline for good. This operation is the probe; it runs alone.
+                state.conditions.probing = true
+                effects += applyEffectiveLimit(in: &state, at: now)
             }
             effects += apply(state.scheduler.enqueue(entry), in: &state, at: now, immediate: startsImmediately ? id : nil)
         }

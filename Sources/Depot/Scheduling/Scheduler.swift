@@ -223,9 +223,13 @@ struct Scheduler: Sendable {
         return pump()
     }
 
-    /// Puts a running job back at the head of its priority's queue, its tickets
+    /// Puts a running job back at the tail of its priority's queue, its tickets
     /// still waiting: the transfer found no network and will run again when the
     /// limit allows. A job nobody waits for any more ends as cancelled instead.
+    ///
+    /// The tail, so that offline probes take turns: at the head, a job whose
+    /// host alone refuses connections would be every probe's pick, and work for
+    /// reachable hosts behind it would never run.
     mutating func requeue(job id: ID) -> [Action] {
         guard var job = jobs[id], running.contains(id) else { return pump() }
         guard !job.waiters.isEmpty else { return finish(job: id, outcome: .cancelled) }
@@ -233,7 +237,7 @@ struct Scheduler: Sendable {
         trickling.remove(id)
         job.state = .queued
         jobs[id] = job
-        queues[job.priority.rawValue].prepend(id)
+        queues[job.priority.rawValue].append(id)
         return pump()
     }
 
