@@ -169,6 +169,43 @@ struct ResultsControllerTests {
         #expect(results.lastChanges?.inserted == [ItemPath(section: 0, item: 1)])
     }
 
+    /// A change the observation computed before `performFetch` replaced it must
+    /// not be delivered after it: it was computed against an older snapshot.
+    @Test func performFetchDropsAChangeComputedBeforeIt() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        try await store.write { db in for item in makeItems(200) { try item.insert(db) } }
+        let results = try ResultsController(store: store, request: Item.bySection, sectionedBy: { $0.section })
+        let first = results.snapshot
+        var steps: [(changes: ResultsChangeSet, snapshot: ResultsSnapshot<Item>)] = []
+        let observation = results.start { update in
+            if let changes = update.changes { steps.append((changes, update.snapshot)) }
+        }
+        defer { observation.cancel() }
+
+        // Commits while the main actor is busy: the observation computes a change
+        // and waits for the main actor to deliver it. Then performFetch, still busy.
+        for round in 0..<5 {
+            try Self.blockingEdits(100, store: store, seed: UInt64(round))
+            try results.performFetch()
+        }
+        let final = ResultsSnapshot(rows: try await store.read { db in try Item.bySection.fetchAll(db) }, sectionKey: { $0.section })
+        #expect(results.snapshot.fetchedObjects == final.fetchedObjects)
+        // Let anything still waiting for the main actor run, then check nothing went back.
+        try await store.write { _ in }
+        for _ in 0..<100 { await Task.yield() }
+        let stillFinal = results.snapshot == final
+        #expect(stillFinal, "a change computed before performFetch took the snapshot back")
+        var replayed = first
+        var applied = 0
+        for step in steps {
+            replayed = replay(step.changes, on: replayed, toward: step.snapshot)
+            if replayed == step.snapshot { applied += 1 }
+        }
+        #expect(applied == steps.count, "\(steps.count - applied) change sets did not apply to the snapshot before them")
+        let replaysToFinal = replayed == final
+        #expect(replaysToFinal)
+    }
+
     @Test func startGivesTheCurrentSnapshotAtOnceAndStopsWhenCancelled() async throws {
         let store = try Store.inMemory(migrator: Item.migrator)
         try await store.write { db in for item in makeItems(3) { try item.insert(db) } }

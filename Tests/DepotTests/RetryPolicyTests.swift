@@ -66,6 +66,9 @@ import Testing
         // An error that carries a status is judged by it.
         #expect(policy.decision(for: DepotError.forStatus(503), method: .get, attempt: 1, now: now, using: &random).delay != nil)
         #expect(policy.decision(for: DepotError.forStatus(500), method: .get, attempt: 1, now: now, using: &random) == .doNotRetry(.notRetryable))
+        // A transfer that failed after the head came is judged by what went wrong, not by the status.
+        #expect(policy.decision(for: DepotError(.connectionLost, status: 200, detail: "body truncated"), method: .get, attempt: 1, now: now, using: &random).delay != nil)
+        #expect(policy.decision(for: DepotError(.tooLarge, status: 503), method: .get, attempt: 1, now: now, using: &random) == .doNotRetry(.notRetryable))
     }
 
     @Test func retryAfterSecondsWins() {

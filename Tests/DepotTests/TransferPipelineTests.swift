@@ -128,6 +128,18 @@ import Testing
         #expect(error?.code == .tooLarge)
     }
 
+    @Test func aResponseWithoutABodyIsNotSizedByItsContentLength() async throws {
+        // HEAD and 304 give the resource's length; no body follows, so neither the
+        // size limit nor a truncation check applies.
+        let transport = ScriptedTransport { request in
+            TransportResponse(status: request.method == .head ? 200 : 304, headers: ["Content-Length": "60000000"], body: .empty)
+        }
+        let head = try await pipeline(transport, limit: 1000).run(TransportRequest(url: URL(string: "http://a.test/")!, method: .head), timeout: .default) { _ in }
+        #expect(head.response.status == 200 && head.response.body.isEmpty)
+        let notModified = try await pipeline(transport, limit: 1000).run(TransportRequest(url: URL(string: "http://a.test/")!), timeout: .default) { _ in }
+        #expect(notModified.response.status == 304)
+    }
+
     @Test func stopsReadingAnEndlessBodyAtTheLimit() async throws {
         let pulled = Locked(0)
         let transport = ScriptedTransport { _ in

@@ -4,7 +4,8 @@ import Foundation
 ///
 /// By default a request is retried at most twice (three attempts), only when
 /// its method is idempotent, and only for failures that a later attempt can fix:
-/// a lost connection, a timeout, or the statuses 408, 429, 502, 503 and 504.
+/// a lost connection (also a body cut short), or the statuses 408, 429, 502,
+/// 503 and 504. A timeout is not retried: it ends the job.
 /// `.offline` is not retried here: the controller holds work while offline and
 /// resumes it on reconnect, which is a better wait than any backoff.
 ///
@@ -122,7 +123,10 @@ public struct RetryPolicy: Sendable, Hashable {
         now: Date,
         using generator: inout some RandomNumberGenerator
     ) -> RetryDecision {
-        if let status = error.status {
+        // A status decides only for an answer refused for its status. A transfer
+        // that failed after the head arrived (a 200 cut short, a 503 too large to
+        // read) carries the status too, but its code says what went wrong.
+        if let status = error.status, !Self.transferCodes.contains(error.code) {
             return decision(forStatus: status, headers: headers, method: method, attempt: attempt, now: now, using: &generator)
         }
         if let refusal = refusal(method: method, attempt: attempt) { return .doNotRetry(refusal) }
@@ -160,6 +164,9 @@ public struct RetryPolicy: Sendable, Hashable {
         var generator = SystemRandomNumberGenerator()
         return decision(for: error, headers: headers, method: method, attempt: attempt, now: now, using: &generator)
     }
+
+    /// Failures of the transfer itself, judged by their code even when a status came first.
+    private static let transferCodes: Set<DepotError.Code> = [.connectionLost, .timedOut, .tooLarge, .offline, .transport, .cancelled, .tooManyRedirects, .insecureRedirect]
 
     private func refusal(method: HTTPMethod, attempt: Int) -> RetryDecision.Reason? {
         if !methods.contains(method) { return .methodNotRetryable }

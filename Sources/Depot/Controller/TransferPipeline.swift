@@ -93,9 +93,11 @@ struct TransferPipeline: Sendable {
             }
 
             // A compressed body is decoded by some transports (URLSession), so its
-            // Content-Length says nothing about the bytes we will see.
+            // Content-Length says nothing about the bytes we will see. Nor does it
+            // for a response that has no body: HEAD, 204 and 304 (it sizes the resource).
             let encoded = head.headers["Content-Encoding"].map { $0.lowercased() != "identity" } ?? false
-            let expected = encoded ? nil : head.expectedLength
+            let hasBody = request.method != .head && head.status != 204 && head.status != 304
+            let expected = encoded || !hasBody ? nil : head.expectedLength
             if let expected, expected > Int64(maximumBodySize) {
                 throw DepotError(.tooLarge, status: head.status, detail: "Content-Length \(expected) over the limit of \(maximumBodySize) bytes")
             }
@@ -112,7 +114,7 @@ struct TransferPipeline: Sendable {
             // A cancelled consumer sees the stream end early; that is not a complete body.
             try Task.checkCancellation()
             let finished = timebase.now()
-            if let expected, Int64(body.count) < expected, request.method != .head, head.status != 204, head.status != 304 {
+            if let expected, Int64(body.count) < expected {
                 throw DepotError(.connectionLost, status: head.status, detail: "body truncated after \(body.count) of \(expected) bytes")
             }
             let response = Response(status: head.status, headers: head.headers, body: body, url: request.url)

@@ -61,6 +61,8 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     @ObservationIgnored private let fetch: @Sendable (Database) throws -> [Record]
     @ObservationIgnored private let refresh: ResultsDiff.Refresh<Record>
     @ObservationIgnored private var observationTask: Task<Void, Never>?
+    /// Counts observations started; a change computed by a replaced one is dropped.
+    @ObservationIgnored private var observationGeneration = 0
     @ObservationIgnored private var subscribers: [UUID: Subscriber] = [:]
     @ObservationIgnored private var delivered = 0
 
@@ -124,6 +126,8 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     /// Starts watching the database, diffing against `base`.
     func observe(from base: ResultsSnapshot<Record>) {
         observationTask?.cancel()
+        observationGeneration += 1
+        let generation = observationGeneration
         let observation = ValueObservation.tracking(fetch)
         let writer = store.writer
         let refresh = refresh
@@ -136,14 +140,29 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
                     let (next, changes) = refresh(rows, current)
                     guard !changes.isEmpty else { continue }
                     current = next
-                    guard let self else { return }
-                    await self.deliver(next, changes: changes)
+                    guard let self, await self.deliver(next, changes: changes, from: generation) else { return }
                 }
             } catch is CancellationError {
             } catch {
-                await self?.fail(DepotError.storage(error, detail: "observation failed"))
+                await self?.fail(DepotError.storage(error, detail: "observation failed"), from: generation)
             }
         }
+    }
+
+    /// Delivers a change computed by observation `generation`, unless a newer
+    /// observation replaced it (``performFetch()`` did): cancelling a task does
+    /// not stop a delivery already waiting for the main actor, and that change
+    /// set was computed against a snapshot that is no longer the current one.
+    /// Returns whether the observation is still the current one.
+    private func deliver(_ next: ResultsSnapshot<Record>, changes: ResultsChangeSet, from generation: Int) -> Bool {
+        guard generation == observationGeneration else { return false }
+        deliver(next, changes: changes)
+        return true
+    }
+
+    private func fail(_ error: DepotError, from generation: Int) {
+        guard generation == observationGeneration else { return }
+        fail(error)
     }
 
     /// Fetches now, synchronously, and delivers what changed since the last
