@@ -111,7 +111,9 @@ enum SenbeiRoutes {
                     guard let query, !query.isEmpty else { return true }
                     return entity.name.lowercased().contains(query) || (entity.email?.contains(query) ?? false)
                 }
-                let items = Array(all.dropFirst((page - 1) * perPage).prefix(perPage))
+                // A page far past the end (even Int.max) is simply empty: no overflow.
+                let (skipped, overflow) = (page - 1).multipliedReportingOverflow(by: perPage)
+                let items = overflow ? [] : Array(all.dropFirst(skipped).prefix(perPage))
                 return try json(Page(items: items, page: page, perPage: perPage, total: all.count))
             }
         }

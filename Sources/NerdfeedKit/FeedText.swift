@@ -29,15 +29,22 @@ enum FeedText {
         var text = ""
         text.reserveCapacity(html.utf8.count)
         var index = html.startIndex
+        // Once no ">" follows, none follows any later "<" either: stop looking
+        // (each "<" would otherwise rescan to the end: quadratic on "<<<<…").
+        var closesLeft = true
         while index < html.endIndex {
             let character = html[index]
-            if character == "<", let close = html[index...].firstIndex(of: ">") {
-                let tag = html[html.index(after: index)..<close]
-                // Tags never join words: "a<br>b" reads "a b". Inline tags rarely sit inside words.
-                if tag.first.map({ $0.isLetter || $0 == "/" || $0 == "!" }) == true {
-                    text.append(" ")
-                    index = html.index(after: close)
-                    continue
+            if character == "<", closesLeft {
+                if let close = html[index...].firstIndex(of: ">") {
+                    let tag = html[html.index(after: index)..<close]
+                    // Tags never join words: "a<br>b" reads "a b". Inline tags rarely sit inside words.
+                    if tag.first.map({ $0.isLetter || $0 == "/" || $0 == "!" }) == true {
+                        text.append(" ")
+                        index = html.index(after: close)
+                        continue
+                    }
+                } else {
+                    closesLeft = false
                 }
             }
             text.append(character)

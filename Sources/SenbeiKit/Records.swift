@@ -82,7 +82,11 @@ public struct PageInfo: Codable, Hashable, Sendable, FetchableRecord, Persistabl
     }
 
     /// How many pages the list has (at least 1).
-    public var pageCount: Int { max(1, (total + perPage - 1) / max(1, perPage)) }
+    public var pageCount: Int {
+        // Written so that a server's total near Int.max cannot overflow.
+        let size = max(1, perPage), total = max(0, total)
+        return max(1, total / size + (total % size == 0 ? 0 : 1))
+    }
 
     /// The table's name: `entityPage`.
     public static let databaseTableName = "entityPage"

@@ -23,6 +23,16 @@ import Testing
         }
     }
 
+    @Test func aPageFarPastTheEndIsEmptyNotACrash() async throws {
+        try await DemoServer.withRunning { server in
+            let far = try await routes.send(server, .GET, "/contacts?page=\(Int.max)&per_page=100")
+            #expect(far.status == 200)
+            let page = try routes.object(far.body)
+            #expect((page["items"] as? [Any])?.isEmpty == true)
+            #expect((page["total"] as? Int ?? 0) > 20, "the list itself is there")
+        }
+    }
+
     @Test func aMissingRecordIsExplainedAsABaseError() async throws {
         try await DemoServer.withRunning { server in
             let task = try await routes.send(server, .PUT, "/tasks/999/complete")

@@ -153,6 +153,29 @@ import Testing
         }
     }
 
+    /// Cancellations racing launches and ends leave no bookkeeping behind.
+    @Test func theControllerForgetsEveryJobOnceIdle() async throws {
+        let transport = ScriptedTransport { request in
+            for _ in 0..<3 { await Task.yield() }
+            return TransportResponse(status: 200, headers: ["Content-Length": "19"], body: ResponseBody(data: Data(#"{"message":"hello"}"#.utf8)))
+        }
+        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://a.test")!, transport: transport, concurrencyLimit: 3, notificationCenter: nil))
+        await withTaskGroup(of: Void.self) { group in
+            for n in 0..<300 {
+                group.addTask { _ = try? await controller.perform(FetchHello(path: "/hello/\(n)")) }
+                let ticket = controller.enqueue(FetchHello(path: "/other/\(n)"))
+                if n % 3 == 0 { ticket.cancel() }
+                if n % 50 == 49 { controller.cancelAll() }
+            }
+        }
+        await controller.waitUntilIdle()
+        let leftovers = controller.state.withLock { state in
+            state.tasks.count + state.launching.count + state.abortedBeforeLaunch.count + state.endedBeforeStored.count + state.records.count
+        }
+        #expect(leftovers == 0)
+        _ = await controller.shutdown(grace: .zero)
+    }
+
     @Test func mutationsAreNeverCoalesced() async throws {
         try await withServer { server in
             try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in

@@ -156,6 +156,13 @@ import Testing
         #expect(FeedText.removingBreadcrumbs(title) == expected)
     }
 
+    @Test func htmlWithUnclosedAngleBracketsKeepsThem() {
+        #expect(FeedText.plainText(fromHTML: "<p>a < b</p> and c < d") == "a < b and c < d")
+        // Many "<" and no ">": each is kept, in one pass over the text.
+        let brackets = String(repeating: "x <", count: 20_000)
+        #expect(FeedText.plainText(fromHTML: brackets) == brackets)
+    }
+
     @Test func itemsWithoutATitleOrWithUnknownExtensionsStillParse() throws {
         let xml = """
         <rss version="2.0" xmlns:x="urn:unknown"><channel><title>t</title>

@@ -42,6 +42,15 @@ struct CacheTests {
         }
     }
 
+    @Test func pageCountsCoverTheTotalAndNeverOverflow() {
+        #expect(PageInfo(kind: .contacts, page: 1, perPage: 20, total: 0).pageCount == 1)
+        #expect(PageInfo(kind: .contacts, page: 1, perPage: 20, total: 40).pageCount == 2)
+        #expect(PageInfo(kind: .contacts, page: 1, perPage: 20, total: 41).pageCount == 3)
+        // A server's total near Int.max (or a per-page of 0) is shown, not a trap.
+        #expect(PageInfo(kind: .contacts, page: 1, perPage: 20, total: .max).pageCount == Int.max / 20 + 1)
+        #expect(PageInfo(kind: .contacts, page: 1, perPage: 0, total: 5).pageCount == 5)
+    }
+
     /// Offline-first for tasks, comments and activities too: the rows fetched
     /// last, marked offline with their age, and no "retrieved" notification.
     @Test func offlineTasksCommentsAndActivitiesComeFromTheCache() async throws {

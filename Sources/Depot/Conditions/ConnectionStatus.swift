@@ -25,7 +25,10 @@ public final class ConnectionStatus {
     public private(set) var rtt: Duration?
     /// The concurrency limit in force.
     public private(set) var concurrencyLimit: Int
-    /// The categories paused, by the app or by quality rules.
+    /// The categories paused, by the app or by quality rules. A rule's pause
+    /// shows at once (it is an event); the app's own `pause(category:)` shows
+    /// with the next event (an operation ending, a change of quality or limit),
+    /// since the app already knows what it paused.
     public private(set) var pausedCategories: Set<OperationCategory>
 
     @ObservationIgnored private var task: Task<Void, Never>?

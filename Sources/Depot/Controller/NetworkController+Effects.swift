@@ -12,11 +12,11 @@ extension NetworkController {
         for action in actions {
             switch action {
             case .start(let job):
-                state.launching += 1
                 // The job runs the operation of its first ticket still waiting (they share type and key).
                 let waiters = state.scheduler.waiters(of: job)
                 let records = state.records
                 guard let record = records[job] ?? waiters.lazy.compactMap({ records[$0] }).first else { continue }
+                state.launching.insert(job)
                 for waiter in waiters {
                     guard let name = state.records[waiter]?.ticket.operationName else { continue }
                     state.conditions.droppable.remove(waiter)
@@ -29,7 +29,7 @@ extension NetworkController {
             case .abort(let job):
                 if let task = state.tasks[job] {
                     effects.append(.cancel(task))
-                } else {
+                } else if state.launching.contains(job) {
                     state.abortedBeforeLaunch.insert(job)
                 }
             case .resolve(_, let tickets, let outcome):
@@ -64,7 +64,7 @@ extension NetworkController {
                 }
             }
         }
-        if state.scheduler.isIdle && state.tasks.isEmpty && state.launching == 0 && !state.idleWaiters.isEmpty {
+        if state.scheduler.isIdle && state.tasks.isEmpty && state.launching.isEmpty && !state.idleWaiters.isEmpty {
             effects += state.idleWaiters.values.map(Effect.resume)
             state.idleWaiters.removeAll()
         }
@@ -140,16 +140,18 @@ extension NetworkController {
             task = Task { await work() }
         }
         let (abortNow, idleWaiters) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
-            state.launching -= 1
+            state.launching.remove(job)
             var abort = false
-            if state.endedBeforeStored.remove(job) != nil {
+            let ended = state.endedBeforeStored.remove(job) != nil
+            let aborted = state.abortedBeforeLaunch.remove(job) != nil
+            if ended {
                 // An immediate job can end before we get here; nothing to store.
-            } else if state.abortedBeforeLaunch.remove(job) != nil {
+            } else if aborted {
                 abort = true
             } else {
                 state.tasks[job] = task
             }
-            guard state.scheduler.isIdle && state.tasks.isEmpty && state.launching == 0 else { return (abort, []) }
+            guard state.scheduler.isIdle && state.tasks.isEmpty && state.launching.isEmpty else { return (abort, []) }
             defer { state.idleWaiters.removeAll() }
             return (abort, Array(state.idleWaiters.values))
         }
@@ -162,7 +164,8 @@ extension NetworkController {
     private func cancelJobTask(_ job: Ticket.ID) {
         let task = state.withLock { state -> Task<Void, Never>? in
             if let task = state.tasks[job] { return task }
-            state.abortedBeforeLaunch.insert(job)
+            // Not stored yet: launch cancels it. Already ended: nothing to do.
+            if state.launching.contains(job) { state.abortedBeforeLaunch.insert(job) }
             return nil
         }
         task?.cancel()
@@ -176,7 +179,7 @@ extension NetworkController {
         case .failure(let error): outcome = error.code == .cancelled ? .cancelled : .failed
         }
         let effects = state.withLock { state in
-            if state.tasks.removeValue(forKey: job) == nil { state.endedBeforeStored.insert(job) }
+            if state.tasks.removeValue(forKey: job) == nil, state.launching.contains(job) { state.endedBeforeStored.insert(job) }
             state.abortedBeforeLaunch.remove(job)
             if result.waitsForNetwork, !state.isShutDown, case .failure(let error) = result.result {
                 // No network: back to the queue (behind its peers), to run when it returns.

@@ -61,10 +61,12 @@ public final class NetworkController: Sendable {
         var records: [Ticket.ID: TicketRecord] = [:]
         var tasks: [Ticket.ID: Task<Void, Never>] = [:]
         /// Jobs aborted between their start action and their task's launch.
+        /// Only jobs in `launching` go here, so nothing stays behind.
         var abortedBeforeLaunch: Set<Ticket.ID> = []
-        /// Jobs started whose task is not launched yet.
-        var launching = 0
+        /// Jobs started whose task handle is not stored yet.
+        var launching: Set<Ticket.ID> = []
         /// Immediate jobs that ended before their task handle was stored.
+        /// Only jobs in `launching` go here, so nothing stays behind.
         var endedBeforeStored: Set<Ticket.ID> = []
         var isShutDown = false
         var report: ShutdownReport?
