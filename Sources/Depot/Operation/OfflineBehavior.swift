@@ -21,7 +21,10 @@ public struct OfflineBehavior: Sendable, Hashable, CustomStringConvertible {
     /// ``NetworkEvent/Kind/waitingForNetwork(_:)`` event) instead of failing.
     /// The default for GET and HEAD.
     public static let waitForConnectivity = OfflineBehavior(base: .waitForConnectivity)
-    /// Fail with ``DepotError/Code/offline`` at once. The default for other methods.
+    /// Fail with ``DepotError/Code/offline`` at once, never waiting for the
+    /// network. While the controller is offline and has nothing queued or
+    /// running, the operation is first sent once, as the probe that finds out
+    /// whether the network is back. The default for other methods.
     public static let failFast = OfflineBehavior(base: .failFast)
 
     public var description: String {
