@@ -96,7 +96,8 @@ public final class SenbeiApp {
     public static let listPolicy = CachePolicy.cacheFirst(maxAge: listMaxAge)
 
     @ObservationIgnored let credentials: SenbeiCredentials
-    @ObservationIgnored private var signingIn: Task<Profile, any Error>?
+    /// The sign-in that runs, and the generation of the credentials it sends.
+    @ObservationIgnored private var signingIn: (task: Task<Profile, any Error>, credentials: Int)?
     /// How many sign-ins have succeeded: tells a refusal of an older session's
     /// credentials from a refusal of the current ones.
     @ObservationIgnored private(set) var signIns = 0
@@ -130,18 +131,25 @@ public final class SenbeiApp {
 
     // MARK: - Sign-in
 
-    /// Signs in with the current credentials (a call while one runs joins it),
-    /// then lets held data work go. Posts `senbeiDidLogin`, or on a 401
+    /// Signs in with the current credentials (a call while a sign-in with the
+    /// same credentials runs joins it; one with older credentials is let finish
+    /// first), then lets held data work go. Posts `senbeiDidLogin`, or on a 401
     /// `senbeiDidFailLogin` (and cancels queued data work), or `senbeiDidFailWithError`.
+    /// A refusal of credentials replaced in the meantime posts nothing.
     @discardableResult
     public func login() async throws(DepotError) -> Profile {
+        let generation = credentials.generation
         let task: Task<Profile, any Error>
-        if let signingIn {
-            task = signingIn
+        if let signingIn, signingIn.credentials == generation {
+            task = signingIn.task
         } else {
             controller.pause(category: .senbei)
-            task = Task { try await self.runLogin() }
-            signingIn = task
+            let outdated = signingIn?.task
+            task = Task {
+                _ = try? await outdated?.value
+                return try await self.runLogin(credentials: generation)
+            }
+            signingIn = (task, generation)
         }
         do {
             return try await task.value
@@ -157,8 +165,8 @@ public final class SenbeiApp {
         return try await login()
     }
 
-    private func runLogin() async throws(DepotError) -> Profile {
-        defer { signingIn = nil }
+    private func runLogin(credentials generation: Int) async throws(DepotError) -> Profile {
+        defer { if signingIn?.credentials == generation { signingIn = nil } }
         do {
             let profile = try await controller.perform(Login())
             self.profile = profile
@@ -167,7 +175,9 @@ public final class SenbeiApp {
             post(.senbeiDidLogin, payload: profile)
             return profile
         } catch {
-            if error.code == .unauthorized {
+            if credentials.generation != generation {
+                // The credentials were replaced while this ran: its answer is no news.
+            } else if error.code == .unauthorized {
                 signInRefused(error)
             } else if error.code != .cancelled {
                 post(.senbeiDidFailWithError, error: error, operation: "Login")

@@ -85,6 +85,28 @@ struct LoginTests {
         }
     }
 
+    @Test func newCredentialsDoNotJoinASignInWithTheOldOnes() async throws {
+        let serverClock = ManualClock()
+        try await withSenbei(serverClock: serverClock, password: "wrong") { f in
+            try await f.control(route: "/profile", latencyMs: 1000)
+            // Given a sign-in with the wrong password, held by the server
+            let first = Task { try await f.app.login() }
+            await serverClock.sleepers(atLeast: 1)
+
+            // When the right password is given while it runs
+            let drainer = ServerClockDrainer.start(serverClock)
+            let profile = try await f.app.login(username: "admin", password: "secret")
+            await ServerClockDrainer.stop(drainer, on: serverClock)
+
+            // Then the new sign-in is its own, and succeeds; the old refusal is no news
+            #expect(f.app.profile == profile)
+            #expect(f.served("/profile") == 2)
+            #expect(f.log.names == [.senbeiDidLogin], "\(f.log.names)")
+            let refused = await #expect(throws: DepotError.self) { try await first.value }
+            #expect(refused?.code == .unauthorized)
+        }
+    }
+
     @Test func concurrentCallsShareOneSignIn() async throws {
         try await withSenbei { f in
             async let contacts = f.app.loadPage(.contacts)
