@@ -9,6 +9,7 @@ struct ConnectionStatusTests {
     struct Ping: NetworkOperation {
         typealias Output = Response
         var offlineBehavior: OfflineBehavior = .failFast
+        var category: OperationCategory = .default
         var request: Request { .get("ping") }
     }
 
@@ -63,6 +64,15 @@ struct ConnectionStatusTests {
         #expect(second?.code == .offline)
         #expect(transport.requests.count == 2)
         #expect(controller.quality == .offline)
+
+        // An operation of a paused category cannot be the probe: it fails at once rather than wait
+        controller.pause(category: .images)
+        var paused = Ping()
+        paused.category = .images
+        let held = await #expect(throws: DepotError.self) { try await controller.perform(paused) }
+        #expect(held?.code == .offline)
+        #expect(transport.requests.count == 2)
+        controller.resume(category: .images)
 
         // When the network is back, the next one gets through, with no clock moved and nothing queued
         transport.isOffline = false

@@ -270,8 +270,9 @@ public final class NetworkController: Sendable {
                 state.conditions.droppable.insert(id)
             }
             if quality == .offline, offlineBehavior == .failFast {
-                guard state.scheduler.isIdle else {
-                    // Queued work will find out when the network is back (the probes let it try).
+                guard state.scheduler.isIdle, !state.scheduler.paused.contains(entry.category) else {
+                    // Queued work will find out when the network is back (the probes let it
+                    // try); an operation that could not start now would wait, not fail fast.
                     state.records[id] = nil
                     effects += resolve(record, .failure(DepotError(.offline, operation: name, detail: "no network, and the operation fails fast")), outcome: .failed, at: now, in: &state)
                     return
