@@ -9,6 +9,12 @@ import Testing
         #expect(try Request.get("contacts").resolvedURL(baseURL: base).absoluteString == "http://127.0.0.1:8080/api/contacts")
         #expect(try Request.get("/contacts").resolvedURL(baseURL: base).absoluteString == "http://127.0.0.1:8080/contacts")
         #expect(try Request.get("http://other.test/x").resolvedURL(baseURL: base).absoluteString == "http://other.test/x")
+        #expect(try Request.get("a/b:c").resolvedURL(baseURL: base).absoluteString == "http://127.0.0.1:8080/api/a/b:c")
+        #expect(try Request.get("x").resolvedURL(baseURL: URL(string: "http://h.test")!).absoluteString == "http://h.test/x")
+        #expect(try Request.get("x").resolvedURL(baseURL: URL(string: "http://h.test/api/")!).absoluteString == "http://h.test/api/x")
+        for (text, expected) in [("http://a", true), ("a://", true), ("::/:", false), (":/:/", false), ("/x:/y", false), ("://", true), ("", false), (":///", true)] {
+            #expect(Request.hasSchemeSeparator(text) == expected, "\(text)")
+        }
     }
 
     @Test func encodesQueryItemsInOrder() throws {
