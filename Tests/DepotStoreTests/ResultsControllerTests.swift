@@ -86,30 +86,62 @@ struct ResultsControllerTests {
         #expect(!changes.insertedSections.isEmpty && !changes.deletedSections.isEmpty)
     }
 
-    @Test func burstOfAThousandBlockingWritesIsCoalescedAndReplaysExactly() async throws {
+    /// Every change set a results controller delivers, with the snapshot it led to.
+    @MainActor
+    final class Steps {
+        let first: ResultsSnapshot<Item>
+        var all: [(changes: ResultsChangeSet, snapshot: ResultsSnapshot<Item>)] = []
+        var observation: ResultsObservation?
+
+        init(_ results: ResultsController<Item>) {
+            first = results.snapshot
+            observation = results.start { [weak self] update in
+                if let changes = update.changes { self?.all.append((changes, update.snapshot)) }
+            }
+        }
+
+        /// Replays every change set, in order, on the first snapshot: the result,
+        /// and how many change sets led exactly to the snapshot delivered with them.
+        func replayed() -> (snapshot: ResultsSnapshot<Item>, exact: Int) {
+            var replayed = first
+            var exact = 0
+            for step in all {
+                // A change set that does not fit stops the replay, as it would stop a table view.
+                guard let next = replay(step.changes, on: replayed, toward: step.snapshot) else { break }
+                replayed = next
+                if replayed == step.snapshot { exact += 1 }
+            }
+            return (replayed, exact)
+        }
+    }
+
+    /// 200 items in sections, watched, with every delivery recorded.
+    func observedItems() async throws -> (store: Store, results: ResultsController<Item>, steps: Steps) {
         let store = try Store.inMemory(migrator: Item.migrator)
         try await store.write { db in for item in makeItems(200) { try item.insert(db) } }
         let results = try ResultsController(store: store, request: Item.bySection, sectionedBy: { $0.section })
-        let first = results.snapshot
-        var steps: [(changes: ResultsChangeSet, snapshot: ResultsSnapshot<Item>)] = []
-        let observation = results.start { update in
-            if let changes = update.changes { steps.append((changes, update.snapshot)) }
-        }
-        defer { observation.cancel() }
+        return (store, results, Steps(results))
+    }
+
+    func currentSnapshot(_ store: Store) async throws -> ResultsSnapshot<Item> {
+        ResultsSnapshot(rows: try await store.read { db in try Item.bySection.fetchAll(db) }, sectionKey: { $0.section })
+    }
+
+    @Test func burstOfAThousandBlockingWritesIsCoalescedAndReplaysExactly() async throws {
+        let (store, results, steps) = try await observedItems()
+        defer { steps.observation?.cancel() }
 
         // 1,000 commits while the main actor is busy: deliveries cannot keep up, so they coalesce.
         try Self.blockingEdits(1000, store: store, seed: 7)
-        let final = ResultsSnapshot(rows: try await store.read { db in try Item.bySection.fetchAll(db) }, sectionKey: { $0.section })
+        let final = try await currentSnapshot(store)
         for await update in results.updates() where update.snapshot == final { break }
 
-        #expect(!steps.isEmpty)
-        #expect(steps.count < 50, "1,000 commits made \(steps.count) deliveries")
+        #expect(!steps.all.isEmpty)
+        #expect(steps.all.count < 50, "1,000 commits made \(steps.all.count) deliveries")
         // Replaying every change set, in order, on the first snapshot reproduces the last one.
-        var replayed = first
-        for step in steps {
-            replayed = replay(step.changes, on: replayed, toward: step.snapshot)
-        }
-        #expect(replayed == final)
+        let replayed = steps.replayed()
+        #expect(replayed.exact == steps.all.count)
+        #expect(replayed.snapshot == final)
     }
 
     @Test func interleavedConcurrentBurstReplaysExactly() async throws {
@@ -145,7 +177,11 @@ struct ResultsControllerTests {
         for await update in stream {
             if let current = replayed, let changes = update.changes {
                 deliveries += 1
-                replayed = replay(changes, on: current, toward: update.snapshot)
+                guard let next = replay(changes, on: current, toward: update.snapshot) else {
+                    Issue.record("change set \(deliveries) did not fit the snapshot before it")
+                    break
+                }
+                replayed = next
             } else {
                 replayed = update.snapshot
             }
@@ -172,15 +208,8 @@ struct ResultsControllerTests {
     /// A change the observation computed before `performFetch` replaced it must
     /// not be delivered after it: it was computed against an older snapshot.
     @Test func performFetchDropsAChangeComputedBeforeIt() async throws {
-        let store = try Store.inMemory(migrator: Item.migrator)
-        try await store.write { db in for item in makeItems(200) { try item.insert(db) } }
-        let results = try ResultsController(store: store, request: Item.bySection, sectionedBy: { $0.section })
-        let first = results.snapshot
-        var steps: [(changes: ResultsChangeSet, snapshot: ResultsSnapshot<Item>)] = []
-        let observation = results.start { update in
-            if let changes = update.changes { steps.append((changes, update.snapshot)) }
-        }
-        defer { observation.cancel() }
+        let (store, results, steps) = try await observedItems()
+        defer { steps.observation?.cancel() }
 
         // Commits while the main actor is busy: the observation computes a change
         // and waits for the main actor to deliver it. Then performFetch, still busy.
@@ -188,21 +217,16 @@ struct ResultsControllerTests {
             try Self.blockingEdits(100, store: store, seed: UInt64(round))
             try results.performFetch()
         }
-        let final = ResultsSnapshot(rows: try await store.read { db in try Item.bySection.fetchAll(db) }, sectionKey: { $0.section })
+        let final = try await currentSnapshot(store)
         #expect(results.snapshot.fetchedObjects == final.fetchedObjects)
         // Let anything still waiting for the main actor run, then check nothing went back.
         try await store.write { _ in }
         for _ in 0..<100 { await Task.yield() }
         let stillFinal = results.snapshot == final
         #expect(stillFinal, "a change computed before performFetch took the snapshot back")
-        var replayed = first
-        var applied = 0
-        for step in steps {
-            replayed = replay(step.changes, on: replayed, toward: step.snapshot)
-            if replayed == step.snapshot { applied += 1 }
-        }
-        #expect(applied == steps.count, "\(steps.count - applied) change sets did not apply to the snapshot before them")
-        let replaysToFinal = replayed == final
+        let replayed = steps.replayed()
+        #expect(replayed.exact == steps.all.count, "\(steps.all.count - replayed.exact) change sets did not apply to the snapshot before them")
+        let replaysToFinal = replayed.snapshot == final
         #expect(replaysToFinal)
     }
 
