@@ -31,11 +31,9 @@ struct InteractiveModeTests {
             let feedRequests = { server.currentStats.requests.filter { $0.key.contains("forum/rss") }.values.reduce(0, +) }
             let before = feedRequests()
             try await Tmux.send(session, "r")
-            var polls = 0
-            while feedRequests() == before, polls < 600 {
-                polls += 1
-                try await Task.sleep(for: .milliseconds(50))  // a real process: poll with a deadline
-            }
+            // The one poll of a real process the tests have (Tmux.waitForPane, with its deadline),
+            // here watching the server rather than the screen.
+            _ = try await Tmux.waitForPane(session) { _ in feedRequests() > before }
             #expect(feedRequests() == before + 1, "r refreshes the feed once")
             pane = try await Tmux.waitForPane(session) { $0.contains("last synced just now") }
             #expect(pane.contains("last synced just now"))
