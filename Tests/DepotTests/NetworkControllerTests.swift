@@ -170,7 +170,7 @@ import Testing
         }
         await controller.waitUntilIdle()
         let leftovers = controller.state.withLock { state in
-            state.tasks.count + state.launching.count + state.abortedBeforeLaunch.count + state.endedBeforeStored.count + state.records.count
+            state.running.count + state.records.count
         }
         #expect(leftovers == 0)
         _ = await controller.shutdown(grace: .zero)
@@ -420,6 +420,58 @@ import Testing
                 #expect(kinds == ["enqueued", "started1", "progress", "finished"])
             }
         }
+    }
+
+    /// Progress reaches every ticket of a transfer, also one that joined it while
+    /// it ran, and stops at a ticket that was cancelled.
+    @Test func progressReachesJoinedTicketsAndStopsAtCancelledOnes() async throws {
+        let feed = ChunkFeed()
+        let transport = ScriptedTransport { _ in
+            TransportResponse(status: 200, body: ResponseBody(unfolding: { await feed.next() }))
+        }
+        let controller = NetworkController(configuration: .init(transport: transport, notificationCenter: nil))
+        let url = URL(string: "http://a.test/big")!
+        var events = controller.events.makeAsyncIterator()
+        func next(_ kind: String, of ticket: Ticket) async -> NetworkEvent? {
+            while let event = await events.next() {
+                if event.ticket == ticket.id, "\(event.kind)".hasPrefix(kind) { return event }
+            }
+            return nil
+        }
+        var progressFor: [Ticket.ID: [Int64]] = [:]
+        let first = controller.enqueue(FetchRaw(url: url))
+        _ = await next("started", of: first)
+        await feed.send(Data(count: 10))
+        let firstChunk = await next("progress", of: first)
+        guard case .progress(let progress) = firstChunk?.kind else {
+            Issue.record("no progress event for the first chunk")
+            return
+        }
+        #expect(progress.received == 10)
+
+        let joined = controller.enqueue(FetchRaw(url: url))
+        let cancelled = controller.enqueue(FetchRaw(url: url))
+        _ = await next("coalesced", of: cancelled)
+        cancelled.cancel()
+        _ = await next("cancelled", of: cancelled)
+
+        await feed.send(Data(count: 20))
+        await feed.send(nil)
+        var finished: Set<Ticket.ID> = []
+        while finished.count < 2, let event = await events.next() {
+            switch event.kind {
+            case .progress(let progress): progressFor[event.ticket, default: []].append(progress.received)
+            case .finished: finished.insert(event.ticket)
+            default: break
+            }
+        }
+        #expect(finished == [first.id, joined.id])
+        #expect(progressFor[first.id] == [30])
+        #expect(progressFor[joined.id] == [30])
+        #expect(progressFor[cancelled.id] == nil)
+        #expect(joined.progress.received == 30)
+        #expect(cancelled.progress.received == 0)
+        _ = await controller.shutdown(grace: .zero)
     }
 
     @Test func eventsArePostedAsNotifications() async throws {

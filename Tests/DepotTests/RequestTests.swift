@@ -65,6 +65,31 @@ import Testing
         #expect(!headers.contains("Authorization"))
     }
 
+    /// The controller joins plain paths to its base by concatenation; that must
+    /// give what RFC 3986 resolution (Foundation's) gives, for every path.
+    @Test func theBaseURLShortcutResolvesLikeFoundation() throws {
+        let bases = ["http://127.0.0.1:8080", "http://127.0.0.1:8080/api", "http://h.test/api/v2/", "https://user@h.test:8443/a/b"]
+        let paths = [
+            "items/12", "/items/12", "items", "a/b/c", "Ann%20Bob", "x~y_z-1.json", "...", ".hidden", "a..b",
+            "./items", "../items", "a/./b", "a/../b", "a/.", "a/..", ".", "..", "/..", "//other.test/x",
+            "a//b", "a/", "/", "%zz", "a b", "a?x=1", "a#f", "a:b", "ä", "",
+        ]
+        for base in bases.map({ URL(string: $0)! }) {
+            let prepared = BaseURL(base)
+            for path in paths {
+                let expected = URL(string: path, relativeTo: base.appendingSlashIfNeeded())?.absoluteURL
+                #expect(prepared.resolve(path)?.absoluteString == expected?.absoluteString, "\(path) against \(base)")
+            }
+        }
+        // The shortcut is taken for plain paths and refused for the rest.
+        let directory = "http://h/api/", root = "http://h"
+        #expect(BaseURL.shortcutPrefix(for: "items/12", directory: directory, root: root) == directory)
+        #expect(BaseURL.shortcutPrefix(for: "/items/12", directory: directory, root: root) == root)
+        for refused in ["../x", "a/./b", "//h2/x", "a?b", "a:b", ""] {
+            #expect(BaseURL.shortcutPrefix(for: refused, directory: directory, root: root) == nil, "\(refused)")
+        }
+    }
+
     @Test func coalescingKeysFollowTheMethodAndType() throws {
         struct Other: NetworkOperation {
             typealias Output = Response
@@ -74,6 +99,7 @@ import Testing
         let a = NetworkController.coalescingKey(for: FetchHello(), method: .get, url: url)
         let b = NetworkController.coalescingKey(for: Other(), method: .get, url: url)
         #expect(a != nil && b != nil && a != b)
+        #expect(a == NetworkController.coalescingKey(for: FetchHello(path: "/other"), method: .get, url: url))
         #expect(NetworkController.coalescingKey(for: PostEcho(text: "x"), method: .post, url: url) == nil)
     }
 }

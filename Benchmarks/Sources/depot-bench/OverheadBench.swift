@@ -25,7 +25,8 @@ enum OverheadBench {
     static func run(operations: Int) async throws {
         try await run(operations: operations, transport: InstantTransport(), label: "controller only")
         try await run(operations: operations, transport: SuspendingTransport(), label: "controller, suspending transport")
-        for concurrency in [1, 8] {
+        if let only = ProcessInfo.processInfo.environment["DEPOT_BENCH_ONLY"], only != "suspending transport alone" { return }
+        for concurrency in [1, 8] where ProcessInfo.processInfo.environment["DEPOT_BENCH_C"].map({ Int($0) == concurrency }) ?? true {
             let transport = SuspendingTransport()
             let cpuBefore = TransportBench.cpuSeconds(children: false)
             let switchesBefore = TransportBench.contextSwitches()
@@ -44,7 +45,8 @@ enum OverheadBench {
     }
 
     static func run(operations: Int, transport: any Transport, label: String) async throws {
-        for concurrency in [1, 8] {
+        if let only = ProcessInfo.processInfo.environment["DEPOT_BENCH_ONLY"], only != label { return }
+        for concurrency in [1, 8] where ProcessInfo.processInfo.environment["DEPOT_BENCH_C"].map({ Int($0) == concurrency }) ?? true {
             var configuration = NetworkController.Configuration(
                 baseURL: URL(string: "http://127.0.0.1:1")!,
                 transport: transport,

@@ -43,18 +43,25 @@ enum TransportBench {
                 ("Depot + URLSessionTransport", depot(base: base, transport: URLSessionTransport(), concurrency: concurrency)),
                 ("AsyncHTTPClient raw", try ahcRaw(base: base, concurrency: concurrency)),
                 ("Depot + AsyncHTTPClientTransport", depot(base: base, transport: AsyncHTTPClientTransport(), concurrency: concurrency)),
+                ("Depot + AsyncHTTPClientTransport, no notifications", depot(base: base, transport: AsyncHTTPClientTransport(), concurrency: concurrency, notifications: false)),
                 ("AsyncHTTPClientTransport alone", transportAlone(base: base, transport: AsyncHTTPClientTransport(), concurrency: concurrency)),
                 ("AsyncHTTPClient raw + task hop", try ahcRaw(base: base, concurrency: concurrency, hop: .globalTask)),
                 ("AsyncHTTPClient raw + loop task hop", try ahcRaw(base: base, concurrency: concurrency, hop: .eventLoopTask)),
             ]
             let only = ProcessInfo.processInfo.environment["DEPOT_BENCH_ONLY"]
-            for (name, body) in scenarios where only == nil || name == only {
-                try await body(200)  // warm up: connections, caches
-                var runs: [Row] = []
-                for _ in 0..<repeats {
-                    runs.append(try await measure(name, concurrency, requests) { try await body(requests) })
+            let chosen = scenarios.filter { only == nil || $0.0 == only }
+            for (_, body) in chosen { try await body(200) }  // warm up: connections, caches
+            // Rounds, not blocks: every scenario runs once per round, so a slow
+            // minute of this shared VM lands on all of them alike.
+            var runs: [String: [Row]] = [:]
+            for _ in 0..<repeats {
+                for (name, body) in chosen {
+                    runs[name, default: []].append(try await measure(name, concurrency, requests) { try await body(requests) })
                 }
-                let median = runs.sorted { $0.wall < $1.wall }[runs.count / 2]
+            }
+            for (name, _) in chosen {
+                let sorted = runs[name, default: []].sorted { $0.wall < $1.wall }
+                let median = sorted[sorted.count / 2]
                 rows.append(median)
                 report(median)
             }
@@ -69,7 +76,7 @@ enum TransportBench {
     }
 
     static func report(_ row: Row) {
-        print(String(format: "%-36@ c=%d  %8.0f req/s  %.3f CPU-s/1000  %.1f context switches/request", row.name as NSString, row.concurrency, row.requestsPerSecond, row.cpuPerThousand, Double(row.switches) / Double(row.requests)))
+        print(String(format: "%-52@ c=%d  %8.0f req/s  %.3f CPU-s/1000  %.1f context switches/request", row.name as NSString, row.concurrency, row.requestsPerSecond, row.cpuPerThousand, Double(row.switches) / Double(row.requests)))
     }
 
     static func table(_ rows: [Row]) -> String {
@@ -117,9 +124,9 @@ enum TransportBench {
         }
     }
 
-    static func depot(base: URL, transport: any Transport, concurrency: Int) -> (Int) async throws -> Void {
+    static func depot(base: URL, transport: any Transport, concurrency: Int, notifications: Bool = true) -> (Int) async throws -> Void {
         var configuration = NetworkController.Configuration(baseURL: base, transport: transport, concurrencyLimit: concurrency)
-        if ProcessInfo.processInfo.environment["DEPOT_BENCH_NO_NOTIFICATIONS"] != nil { configuration.notificationCenter = nil }
+        if !notifications { configuration.notificationCenter = nil }
         let controller = NetworkController(configuration: configuration)
         return { count in
             try await fanOut(count, concurrency) { index in

@@ -4,39 +4,59 @@ import Synchronization
 /// controller, instead of one timer task per transfer.
 ///
 /// Each transfer registers its idle and total limits and touches its entry when
-/// bytes arrive (a lock and a store). The watch sleeps on the injected clock
+/// bytes arrive (an atomic store). The watch sleeps on the injected clock
 /// until the earliest deadline, then fires the transfers that are really due and
 /// sleeps again. Because touching only pushes deadlines later, a new transfer
 /// re-arms the sleeper only when its deadline is earlier than the armed one.
 final class DeadlineWatch: Sendable {
-    typealias Key = UInt64
+    /// One watched transfer. Touching it is an atomic store, not a lock: bytes
+    /// arrive often, on many transfers at once.
+    final class Key: Sendable {
+        fileprivate let id: UInt64
+        /// Nanoseconds on the timebase.
+        private let lastActivity: Atomic<Int64>
+        fileprivate let idle: Duration
+        fileprivate let total: Duration?
+        fileprivate let totalDeadline: Duration?
+        fileprivate let onExpire: @Sendable (DepotError) -> Void
 
-    private struct Entry {
-        var lastActivity: Duration
-        var idle: Duration
-        var total: Duration?
-        var totalDeadline: Duration?
-        var onExpire: @Sendable (DepotError) -> Void
+        fileprivate init(id: UInt64, now: Duration, timeout: Timeout, onExpire: @escaping @Sendable (DepotError) -> Void) {
+            self.id = id
+            self.lastActivity = Atomic(Self.nanoseconds(now))
+            self.idle = timeout.idle
+            self.total = timeout.total
+            self.totalDeadline = timeout.total.map { now + $0 }
+            self.onExpire = onExpire
+        }
 
-        var deadline: Duration {
-            let idleDeadline = lastActivity + idle
+        fileprivate func touch(at now: Duration) {
+            lastActivity.store(Self.nanoseconds(now), ordering: .relaxed)
+        }
+
+        fileprivate var deadline: Duration {
+            let idleDeadline = Duration.nanoseconds(lastActivity.load(ordering: .relaxed)) + idle
             return totalDeadline.map { min($0, idleDeadline) } ?? idleDeadline
         }
 
-        func expiry(at now: Duration) -> DepotError? {
+        fileprivate func expiry(at now: Duration) -> DepotError? {
             if let totalDeadline, let total, now >= totalDeadline {
                 return DepotError(.timedOut, detail: "\(total) in total")
             }
-            if now >= lastActivity + idle {
+            if now >= Duration.nanoseconds(lastActivity.load(ordering: .relaxed)) + idle {
                 return DepotError(.timedOut, detail: "\(idle) without a byte")
             }
             return nil
         }
+
+        private static func nanoseconds(_ duration: Duration) -> Int64 {
+            let (seconds, attoseconds) = duration.components
+            return seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
+        }
     }
 
     private struct State {
-        var next: Key = 0
-        var entries: [Key: Entry] = [:]
+        var next: UInt64 = 0
+        var entries: [UInt64: Key] = [:]
         var armed: Duration?
         var sleeper: Task<Void, Never>?
         var generation: UInt64 = 0
@@ -52,11 +72,11 @@ final class DeadlineWatch: Sendable {
     /// Starts watching a transfer. `onExpire` is called at most once, outside any lock.
     func register(timeout: Timeout, onExpire: @escaping @Sendable (DepotError) -> Void) -> Key {
         let now = timebase.now()
-        let entry = Entry(lastActivity: now, idle: timeout.idle, total: timeout.total, totalDeadline: timeout.total.map { now + $0 }, onExpire: onExpire)
         let (key, rearm) = state.withLock { state -> (Key, Task<Void, Never>?) in
             state.next += 1
-            state.entries[state.next] = entry
-            return (state.next, rearmIfNeeded(for: entry.deadline, in: &state))
+            let key = Key(id: state.next, now: now, timeout: timeout, onExpire: onExpire)
+            state.entries[key.id] = key
+            return (key, rearmIfNeeded(for: key.deadline, in: &state))
         }
         rearm?.cancel()
         return key
@@ -64,13 +84,12 @@ final class DeadlineWatch: Sendable {
 
     /// Bytes arrived: the idle deadline moves.
     func touch(_ key: Key) {
-        let now = timebase.now()
-        state.withLock { $0.entries[key]?.lastActivity = now }
+        key.touch(at: timebase.now())
     }
 
     /// Stops watching a transfer.
     func remove(_ key: Key) {
-        state.withLock { _ = $0.entries.removeValue(forKey: key) }
+        state.withLock { _ = $0.entries.removeValue(forKey: key.id) }
     }
 
     /// Stops the sleeper; the watch can still be used and re-arms on the next register.
@@ -100,15 +119,15 @@ final class DeadlineWatch: Sendable {
 
     private func fire(generation: UInt64) {
         let now = timebase.now()
-        let (expired, replaced) = state.withLock { state -> ([(Entry, DepotError)], Task<Void, Never>?) in
+        let (expired, replaced) = state.withLock { state -> ([(Key, DepotError)], Task<Void, Never>?) in
             guard state.generation == generation else { return ([], nil) }
             state.armed = nil
             state.sleeper = nil
-            var expired: [(Entry, DepotError)] = []
-            for (key, entry) in state.entries {
+            var expired: [(Key, DepotError)] = []
+            for (id, entry) in state.entries {
                 if let error = entry.expiry(at: now) {
                     expired.append((entry, error))
-                    state.entries[key] = nil
+                    state.entries[id] = nil
                 }
             }
             var replaced: Task<Void, Never>?

@@ -86,7 +86,8 @@ extension NetworkController {
     ///   - sample: The attempt's sample (its bytes, or the link's bytes during
     ///     the transfer for a measurable one), when a response arrived.
     ///   - error: The attempt's transport error, when no response arrived.
-    func noteAttempt(sample: TransferSample?, error: DepotError?) {
+    ///   - accepted: The response passed validation: the retry budget counts a success.
+    func noteAttempt(sample: TransferSample?, error: DepotError?, accepted: Bool = false) {
         let event: ConnectionMonitor.Event?
         if let sample {
             event = .transfer(sample)
@@ -98,6 +99,7 @@ extension NetworkController {
         guard let event else { return }
         let now = timebase.now()
         let effects = state.withLock { state -> [Effect] in
+            if accepted { state.conditions.budget.recordSuccess(at: now) }
             let actions = state.conditions.monitor.handle(event, at: now)
             return conditionsChanged(actions, in: &state, at: now)
         }
@@ -227,11 +229,6 @@ extension NetworkController {
     }
 
     /// A success refills the retry budget.
-    func noteSuccess() {
-        let now = timebase.now()
-        state.withLock { $0.conditions.budget.recordSuccess(at: now) }
-    }
-
     /// Tells the waiters of `job` that it will be retried.
     func beginBackoff(job: Ticket.ID, attempt: Int, delay: Duration, error: DepotError) {
         let now = timebase.now()

@@ -16,22 +16,20 @@ extension NetworkController {
                 let waiters = state.scheduler.waiters(of: job)
                 let records = state.records
                 guard let record = records[job] ?? waiters.lazy.compactMap({ records[$0] }).first else { continue }
-                state.launching.insert(job)
+                let running = RunningJob()
                 for waiter in waiters {
-                    guard let name = state.records[waiter]?.ticket.operationName else { continue }
+                    guard let ticket = state.records[waiter]?.ticket else { continue }
+                    running.add(ticket)
                     state.conditions.droppable.remove(waiter)
                     configuration.trace?.started(waiter, at: now)
-                    effects.append(.emit(event(waiter, name, .started(attempt: 1), at: now)))
+                    effects.append(.emit(event(waiter, ticket.operationName, .started(attempt: 1), at: now)))
                 }
+                state.running[job] = running
                 // Launched after the events above are emitted, so a job's own events
                 // (progress, finished) can never overtake its enqueued and started events.
-                effects.append(.launch(job, record.runner, immediately: job == immediate))
+                effects.append(.launch(job, record.runner, running, immediately: job == immediate))
             case .abort(let job):
-                if let task = state.tasks[job] {
-                    effects.append(.cancel(task))
-                } else if state.launching.contains(job) {
-                    state.abortedBeforeLaunch.insert(job)
-                }
+                if let running = state.running[job] { effects.append(.cancelJob(running)) }
             case .resolve(_, let tickets, let outcome):
                 let jobResult = result?.result ?? .failure(DepotError(.cancelled))
                 for id in tickets {
@@ -56,6 +54,7 @@ extension NetworkController {
                 resolved[id] = record.ticket
             case .coalesced(let id, let job):
                 guard let record = state.records[id] else { continue }
+                state.running[job]?.add(record.ticket)  // A running job: progress reaches this ticket too.
                 effects.append(.emit(event(id, record.ticket.operationName, .coalesced(into: job), at: now)))
             case .promoted(let job, let from, let to):
                 for waiter in state.scheduler.waiters(of: job) {
@@ -64,7 +63,7 @@ extension NetworkController {
                 }
             }
         }
-        if state.scheduler.isIdle && state.tasks.isEmpty && state.launching.isEmpty && !state.idleWaiters.isEmpty {
+        if state.isIdle && !state.idleWaiters.isEmpty {
             effects += state.idleWaiters.values.map(Effect.resume)
             state.idleWaiters.removeAll()
         }
@@ -121,11 +120,11 @@ extension NetworkController {
         return effects
     }
 
-    private func launch(_ job: Ticket.ID, _ runner: @escaping JobRunner, immediately: Bool) {
+    private func launch(_ job: Ticket.ID, _ runner: @escaping JobRunner, _ running: RunningJob, immediately: Bool) {
         let environment = JobEnvironment(
             job: job,
-            onProgress: { [weak self] progress in self?.reportProgress(job: job, progress) },
-            cancel: { [weak self] in self?.cancelJobTask(job) }
+            onProgress: { [weak self] progress in self?.reportProgress(running, progress) },
+            cancel: { running.cancel() }
         )
         let work: @Sendable () async -> Void = { [weak self] in
             let outcome = await runner(environment)
@@ -139,36 +138,8 @@ extension NetworkController {
         } else {
             task = Task { await work() }
         }
-        let (abortNow, idleWaiters) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
-            state.launching.remove(job)
-            var abort = false
-            let ended = state.endedBeforeStored.remove(job) != nil
-            let aborted = state.abortedBeforeLaunch.remove(job) != nil
-            if ended {
-                // An immediate job can end before we get here; nothing to store.
-            } else if aborted {
-                abort = true
-            } else {
-                state.tasks[job] = task
-            }
-            guard state.scheduler.isIdle && state.tasks.isEmpty && state.launching.isEmpty else { return (abort, []) }
-            defer { state.idleWaiters.removeAll() }
-            return (abort, Array(state.idleWaiters.values))
-        }
-        if abortNow { task.cancel() }
-        for waiter in idleWaiters { waiter.resume() }
-    }
-
-
-    /// Cancels a job's task without touching its tickets (a timeout: the job fails, it is not cancelled).
-    private func cancelJobTask(_ job: Ticket.ID) {
-        let task = state.withLock { state -> Task<Void, Never>? in
-            if let task = state.tasks[job] { return task }
-            // Not stored yet: launch cancels it. Already ended: nothing to do.
-            if state.launching.contains(job) { state.abortedBeforeLaunch.insert(job) }
-            return nil
-        }
-        task?.cancel()
+        // The job's own lock, not the controller's: an abort that came first cancels it now.
+        if !running.store(task) { task.cancel() }
     }
 
     private func jobEnded(_ job: Ticket.ID, _ result: JobResult) {
@@ -179,8 +150,7 @@ extension NetworkController {
         case .failure(let error): outcome = error.code == .cancelled ? .cancelled : .failed
         }
         let effects = state.withLock { state in
-            if state.tasks.removeValue(forKey: job) == nil, state.launching.contains(job) { state.endedBeforeStored.insert(job) }
-            state.abortedBeforeLaunch.remove(job)
+            state.running.removeValue(forKey: job)?.end()
             if result.waitsForNetwork, !state.isShutDown, case .failure(let error) = result.result {
                 // No network: back to the queue (behind its peers), to run when it returns.
                 // The probe that found no network ends with it.
@@ -207,15 +177,14 @@ extension NetworkController {
         perform(effects)
     }
 
-    private func reportProgress(job: Ticket.ID, _ progress: TransferProgress) {
+    /// A chunk arrived. Takes no controller lock: chunks are the most frequent
+    /// thing that happens, on every running transfer at once.
+    private func reportProgress(_ running: RunningJob, _ progress: TransferProgress) {
+        let open = running.tickets.filter { $0.updateProgressIfOpen(progress) }
+        // Progress is not posted as a notification: build events only for `events` subscribers.
+        guard hub.hasSubscribers, !open.isEmpty else { return }
         let now = timebase.now()
-        let targets = state.withLock { state in
-            state.scheduler.waiters(of: job).compactMap { state.records[$0]?.ticket }
-        }
-        for ticket in targets { ticket.updateProgress(progress) }
-        // Progress is the most frequent event: build it only when someone listens.
-        guard hub.hasSubscribers || configuration.notificationCenter != nil else { return }
-        perform(targets.map { .emit(event($0.id, $0.operationName, .progress(progress), at: now)) })
+        perform(open.map { .emit(event($0.id, $0.operationName, .progress(progress), at: now)) })
     }
 
     func event(_ id: Ticket.ID, _ name: String, _ kind: NetworkEvent.Kind, at now: Duration) -> NetworkEvent {
@@ -234,8 +203,10 @@ extension NetworkController {
                 deliver(result)
             case .cancel(let task):
                 task.cancel()
-            case .launch(let job, let runner, let immediately):
-                launch(job, runner, immediately: immediately)
+            case .cancelJob(let running):
+                running.cancel()
+            case .launch(let job, let runner, let tickets, let immediately):
+                launch(job, runner, tickets, immediately: immediately)
             case .resume(let continuation):
                 continuation.resume()
             case .log(let level, let message, let metadata):

@@ -19,7 +19,6 @@ extension NetworkController {
             let outcome = await attemptTransfer(operation, name: name, request: request, url: url, attempt: attempt, environment: environment, logger: logger, logMetadata: logMetadata)
             switch outcome {
             case .response(let response, let sample):
-                noteSuccess()
                 // 4. Process.
                 return await process(operation, name: name, response: response, sample: sample, attempt: attempt, environment: environment, logger: logger)
             case .failed(var failure, let headers, let sample):
@@ -113,7 +112,7 @@ extension NetworkController {
             return .failed(failure, headers: [:], sample: nil)
         }
         let response = transfer.response
-        noteAttempt(sample: meter.linkSample(for: transfer.sample, minimumBytes: configuration.monitor.minimumMeasurableBytes), error: nil)
+        let linkSample = meter.linkSample(for: transfer.sample, minimumBytes: configuration.monitor.minimumMeasurableBytes)
         if let trace = configuration.trace {
             let sample = transfer.sample
             let firstByte = timebase.now() - sample.transferDuration
@@ -121,14 +120,17 @@ extension NetworkController {
         }
         logger.trace("response headers", metadata: logMetadata().merging(["http.status": "\(response.status)", "http.headers": "\(response.headers)"]) { $1 })
 
-        // 3. Validate.
+        // 3. Validate. Either way the transfer measured the link; an accepted
+        // response also counts toward the retry budget (one lock for both).
         do {
             try operation.validate(response)
         } catch {
+            noteAttempt(sample: linkSample, error: nil)
             var failure = DepotError.wrap(error, operation: name, fallback: .unexpectedStatus)
             if failure.status == nil { failure.status = response.status }
             return .failed(failure, headers: response.headers, sample: transfer.sample)
         }
+        noteAttempt(sample: linkSample, error: nil, accepted: true)
         return .response(response, transfer.sample)
     }
 
@@ -180,33 +182,38 @@ final class LinkMeter: Sendable {
 
         private let state = Mutex(State())
 
-        func begin(at time: Duration) {
+        /// Body bytes arrived; `beginning` is set for a transfer's first chunk.
+        func add(_ bytes: Int64, beginningAt beginning: Duration?) {
             state.withLock { state in
-                if state.active == 0 { state.busySince = time }
-                state.active += 1
+                if let beginning {
+                    if state.active == 0 { state.busySince = beginning }
+                    state.active += 1
+                }
+                state.bytes += bytes
             }
         }
 
-        func add(_ bytes: Int64) {
-            state.withLock { $0.bytes += bytes }
-        }
-
-        func end(at time: Duration) {
+        /// A transfer that had begun ended; with `minimumBytes`, also takes a sample.
+        func end(at time: Duration, takingSampleOf minimumBytes: Int64? = nil) -> (bytes: Int64, busy: Duration)? {
             state.withLock { state in
                 state.active -= 1
                 if state.active == 0 { state.busy += time - state.busySince }
+                guard let minimumBytes else { return nil }
+                return Self.takeSample(at: time, minimumBytes: minimumBytes, in: &state)
             }
         }
 
         /// Bytes and busy time since the previous sample, if they make a measurement.
         func takeSample(at time: Duration, minimumBytes: Int64) -> (bytes: Int64, busy: Duration)? {
-            state.withLock { state in
-                let busy = state.busy + (state.active > 0 ? time - state.busySince : .zero)
-                let delta = (bytes: state.bytes - state.lastSample.bytes, busy: busy - state.lastSample.busy)
-                guard delta.busy >= LinkMeter.minimumWindow, delta.bytes >= minimumBytes else { return nil }
-                state.lastSample = (busy, state.bytes)
-                return delta
-            }
+            state.withLock { Self.takeSample(at: time, minimumBytes: minimumBytes, in: &$0) }
+        }
+
+        private static func takeSample(at time: Duration, minimumBytes: Int64, in state: inout State) -> (bytes: Int64, busy: Duration)? {
+            let busy = state.busy + (state.active > 0 ? time - state.busySince : .zero)
+            let delta = (bytes: state.bytes - state.lastSample.bytes, busy: busy - state.lastSample.busy)
+            guard delta.busy >= LinkMeter.minimumWindow, delta.bytes >= minimumBytes else { return nil }
+            state.lastSample = (busy, state.bytes)
+            return delta
         }
     }
 
@@ -233,17 +240,20 @@ final class LinkMeter: Sendable {
             defer { state.began = true }
             return (delta, !state.began && !state.ended)
         }
-        if first { link.begin(at: now()) }
-        link.add(delta)
+        link.add(delta, beginningAt: first ? now() : nil)
+    }
+
+    /// Marks the transfer ended; whether it had begun (and so must end on the link).
+    private func markEnded() -> Bool {
+        state.withLock { state -> Bool in
+            defer { state.ended = true }
+            return state.began && !state.ended
+        }
     }
 
     /// The transfer is over (whatever the outcome): its body no longer keeps the link busy.
     func finish() {
-        let began = state.withLock { state -> Bool in
-            defer { state.ended = true }
-            return state.began && !state.ended
-        }
-        if began { link.end(at: now()) }
+        if markEnded() { _ = link.end(at: now()) }
     }
 
     /// The sample to give the monitor. A transfer big enough to measure closes a
@@ -251,8 +261,16 @@ final class LinkMeter: Sendable {
     /// for small transfers) the sample carries no bytes and counts toward RTT only.
     func linkSample(for sample: TransferSample?, minimumBytes: Int64) -> TransferSample? {
         guard var sample else { return nil }
-        finish()
-        if sample.bytes >= minimumBytes, let window = link.takeSample(at: now(), minimumBytes: 4 * minimumBytes) {
+        let measurable = sample.bytes >= minimumBytes
+        let began = markEnded()
+        let time = now()
+        let window: (bytes: Int64, busy: Duration)?
+        if began {
+            window = link.end(at: time, takingSampleOf: measurable ? 4 * minimumBytes : nil)
+        } else {
+            window = measurable ? link.takeSample(at: time, minimumBytes: 4 * minimumBytes) : nil
+        }
+        if let window {
             sample.bytes = window.bytes
             sample.transferDuration = window.busy
         } else {

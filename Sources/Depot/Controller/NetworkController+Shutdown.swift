@@ -35,7 +35,7 @@ extension NetworkController {
                 group.cancelAll()
                 return first
             }
-            let idle = state.withLock { $0.scheduler.isIdle && $0.tasks.isEmpty && $0.launching.isEmpty }
+            let idle = state.withLock { $0.isIdle }
             if !drained && !idle {
                 state.withLock { $0.report?.graceExpired = true }
                 change { $0.cancelAll() }
@@ -63,7 +63,7 @@ extension NetworkController {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let resumeNow = state.withLock { state -> Bool in
-                    if Task.isCancelled || (state.scheduler.isIdle && state.tasks.isEmpty && state.launching.isEmpty) { return true }
+                    if Task.isCancelled || state.isIdle { return true }
                     state.idleWaiters[key] = continuation
                     return false
                 }

@@ -26,6 +26,8 @@ public final class NetworkController: Sendable {
     public let configuration: Configuration
 
     let timebase: Timebase
+    /// The base URL, prepared once for resolving every request's path.
+    let base: BaseURL?
     let hub: EventHub
     let pipeline: TransferPipeline
     let state: Mutex<State>
@@ -59,15 +61,8 @@ public final class NetworkController: Sendable {
     struct State: Sendable {
         var scheduler: Scheduler
         var records: [Ticket.ID: TicketRecord] = [:]
-        var tasks: [Ticket.ID: Task<Void, Never>] = [:]
-        /// Jobs aborted between their start action and their task's launch.
-        /// Only jobs in `launching` go here, so nothing stays behind.
-        var abortedBeforeLaunch: Set<Ticket.ID> = []
-        /// Jobs started whose task handle is not stored yet.
-        var launching: Set<Ticket.ID> = []
-        /// Immediate jobs that ended before their task handle was stored.
-        /// Only jobs in `launching` go here, so nothing stays behind.
-        var endedBeforeStored: Set<Ticket.ID> = []
+        /// Jobs from their start action until they end (or go back to the queue).
+        var running: [Ticket.ID: RunningJob] = [:]
         var isShutDown = false
         var report: ShutdownReport?
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
@@ -75,6 +70,9 @@ public final class NetworkController: Sendable {
         /// The offline probe loop, while offline.
         var probeTask: Task<Void, Never>?
         var nextWaiter: UInt64 = 0
+
+        /// Nothing queued, blocked or running.
+        var isIdle: Bool { scheduler.isIdle && running.isEmpty }
     }
 
     /// What to do outside the lock. Resuming continuations and cancelling tasks
@@ -82,8 +80,9 @@ public final class NetworkController: Sendable {
     enum Effect {
         case emit(NetworkEvent)
         case cancel(Task<Void, Never>)
+        case cancelJob(RunningJob)
         case resume(CheckedContinuation<Void, Never>)
-        case launch(Ticket.ID, JobRunner, immediately: Bool)
+        case launch(Ticket.ID, JobRunner, RunningJob, immediately: Bool)
         case deliver(@Sendable (Swift.Result<any Sendable, DepotError>) -> Void, Swift.Result<any Sendable, DepotError>)
         case log(Logger.Level, Logger.Message, Logger.Metadata)
         case startProbing
@@ -99,6 +98,7 @@ public final class NetworkController: Sendable {
         // Resolve relative paths against a directory URL once, not per request.
         configuration.baseURL = configuration.baseURL?.appendingSlashIfNeeded()
         self.configuration = configuration
+        self.base = configuration.baseURL.map(BaseURL.init)
         let timebase = Timebase(configuration.clock)
         self.timebase = timebase
         self.hub = EventHub(bufferSize: configuration.eventBufferSize)
@@ -221,7 +221,7 @@ public final class NetworkController: Sendable {
         // Resolve the URL now: the coalescing key needs it, and a bad request fails at once.
         let url: URL
         do {
-            url = try request.resolvedURL(baseURL: configuration.baseURL)
+            url = try request.resolvedURL(base: base)
         } catch {
             rejectAtOnce(ticket, deliver: deliver, error: error.named(name), at: now)
             return ticket
@@ -296,15 +296,18 @@ public final class NetworkController: Sendable {
         ])
     }
 
+    /// Keys are compared only within this process, so the operation's type is
+    /// named by its metadata address: no type name to work out per request.
     static func coalescingKey<Operation: NetworkOperation>(for operation: Operation, method: HTTPMethod, url: URL) -> String? {
+        var type: String { String(UInt(bitPattern: ObjectIdentifier(Operation.self)), radix: 16) }
         switch operation.coalescing.base {
         case .never:
             return nil
         case .key(let key):
-            return "\(String(reflecting: Operation.self))|key|\(key)"
+            return "\(type)|key|\(key)"
         case .automatic:
             guard method == .get || method == .head else { return nil }
-            return "\(String(reflecting: Operation.self))|\(method.rawValue)|\(url.absoluteString)"
+            return "\(type)|\(method.rawValue)|\(url.absoluteString)"
         }
     }
 }

@@ -95,11 +95,64 @@ public final class Ticket: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    func updateProgress(_ progress: TransferProgress) {
-        state.withLock { $0.progress = progress }
+    /// Records progress unless the outcome is decided; returns whether it did.
+    func updateProgressIfOpen(_ progress: TransferProgress) -> Bool {
+        state.withLock { state in
+            guard state.outcome == nil else { return false }
+            state.progress = progress
+            return true
+        }
     }
 
     public static func == (lhs: Ticket, rhs: Ticket) -> Bool { lhs.id == rhs.id }
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
     public var description: String { "Ticket(\(id) \(operationName))" }
+}
+
+/// A started job's own state: its task and the tickets it reports progress to
+/// (those waiting when it started, and those that join it while it runs). Kept
+/// with the job, so that launching it and each chunk take this small lock and
+/// not the controller's.
+final class RunningJob: Sendable {
+    private struct State {
+        var tickets: [Ticket] = []
+        var task: Task<Void, Never>?
+        var cancelled = false
+        var ended = false
+    }
+
+    private let state = Mutex(State())
+
+    func add(_ ticket: Ticket) {
+        state.withLock { $0.tickets.append(ticket) }
+    }
+
+    var tickets: [Ticket] { state.withLock { $0.tickets } }
+
+    /// Keeps the job's task for cancelling. Returns `false` when the job was
+    /// cancelled before its task existed: the caller cancels the task.
+    func store(_ task: Task<Void, Never>) -> Bool {
+        state.withLock { state in
+            if state.cancelled { return false }
+            if !state.ended { state.task = task }
+            return true
+        }
+    }
+
+    /// Cancels the job's task now, or as soon as it is stored.
+    func cancel() {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            state.cancelled = true
+            return state.task
+        }
+        task?.cancel()
+    }
+
+    /// The job ended: drop the task (the task's closure refers to this object).
+    func end() {
+        state.withLock { state in
+            state.ended = true
+            state.task = nil
+        }
+    }
 }

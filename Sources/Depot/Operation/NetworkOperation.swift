@@ -76,7 +76,7 @@ extension NetworkOperation {
     public var exitPolicy: ExitPolicy { .cancel }
     public var coalescing: Coalescing { .automatic }
     public var timeout: Timeout { .default }
-    public var name: String { String(describing: Self.self) }
+    public var name: String { TypeNames.of(Self.self).short }
     public var offlineBehavior: OfflineBehavior {
         let method = request.method
         return method == .get || method == .head ? .waitForConnectivity : .failFast

@@ -150,6 +150,11 @@ public struct Request: Sendable {
     ///
     /// - Throws: ``DepotError/Code/invalidRequest`` when the path is relative and there is no base URL.
     public func resolvedURL(baseURL: URL?) throws(DepotError) -> URL {
+        try resolvedURL(base: baseURL.map(BaseURL.init))
+    }
+
+    /// The same, against a base URL prepared once (the controller resolves every request).
+    func resolvedURL(base prepared: BaseURL?) throws(DepotError) -> URL {
         let base: URL
         switch target {
         case .url(let url):
@@ -157,10 +162,9 @@ public struct Request: Sendable {
         case .path(let path):
             if Self.hasSchemeSeparator(path), let absolute = URL(string: path), absolute.scheme != nil {
                 base = absolute
-            } else if let baseURL {
-                let directory = baseURL.absoluteString.hasSuffix("/") ? baseURL : baseURL.appendingSlashIfNeeded()
-                guard let joined = URL(string: path, relativeTo: directory)?.absoluteURL else {
-                    throw DepotError(.invalidRequest, detail: "cannot resolve path \"\(path)\" against \(baseURL)")
+            } else if let prepared {
+                guard let joined = prepared.resolve(path) else {
+                    throw DepotError(.invalidRequest, detail: "cannot resolve path \"\(path)\" against \(prepared.url)")
                 }
                 base = joined
             } else {
@@ -178,6 +182,95 @@ public struct Request: Sendable {
             throw DepotError(.invalidRequest, detail: "bad query for \(base)")
         }
         return url
+    }
+}
+
+/// A base URL prepared for resolving many paths against it.
+///
+/// `URL(string:relativeTo:).absoluteURL` parses twice and builds the string in
+/// between (about 2 µs, and it runs for every request). Most paths are plain
+/// ("items/12", "/contacts"): for those the result is the base's directory (or
+/// its root, for "/…") followed by the path, which RFC 3986 §5.2 resolution
+/// gives too, so one concatenation and one parse do (about 0.5 µs). Anything
+/// else goes the long way.
+struct BaseURL: Sendable {
+    /// The base, ending in "/" so that its last path segment is kept.
+    let url: URL
+    /// `url.absoluteString`, when the concatenation shortcut is sound for it.
+    private let directory: String?
+    /// Scheme and authority ("http://h:8080"), for paths that start with "/".
+    private let root: String?
+
+    init(_ url: URL) {
+        let directory = url.absoluteString.hasSuffix("/") ? url : url.appendingSlashIfNeeded()
+        self.url = directory
+        // A base with a query or fragment loses them in resolution; such a base, and
+        // one whose path is not absolute, takes the long way.
+        let text = directory.absoluteString
+        if directory.query == nil, directory.fragment == nil, directory.scheme != nil, directory.host != nil,
+           let rootURL = URL(string: "/", relativeTo: directory)?.absoluteString, rootURL.hasSuffix("/"),
+           text.hasPrefix(rootURL) {
+            self.directory = text
+            self.root = String(rootURL.dropLast())
+        } else {
+            self.directory = nil
+            self.root = nil
+        }
+    }
+
+    /// `path` resolved against the base, or `nil` if it cannot be.
+    func resolve(_ path: String) -> URL? {
+        if let directory, let root, let prefix = Self.shortcutPrefix(for: path, directory: directory, root: root),
+           let url = URL(string: prefix + path) {
+            return url
+        }
+        return URL(string: path, relativeTo: url)?.absoluteURL
+    }
+
+    /// What to put before `path` when concatenation resolves it, else `nil`.
+    ///
+    /// The path may hold only unreserved characters, "/" and "%" (a bad escape
+    /// fails the parse, and the long way decides); it may not start with "//"
+    /// (another host) or hold a "." or ".." segment (which resolution removes).
+    /// A first segment with ":" would be a scheme: ":" is not allowed at all.
+    static func shortcutPrefix(for path: String, directory: String, root: String) -> String? {
+        let bytes = path.utf8
+        guard let first = bytes.first else { return nil }
+        let prefix: String
+        if first == UInt8(ascii: "/") {
+            guard bytes.dropFirst().first != UInt8(ascii: "/") else { return nil }
+            prefix = root
+        } else {
+            prefix = directory
+        }
+        // Segments are checked as they end; the path's end ends the last one.
+        var segmentLength = 0
+        var segmentIsDots = true
+        for byte in bytes {
+            if byte == UInt8(ascii: "/") {
+                if segmentIsDots && segmentLength > 0 && segmentLength <= 2 { return nil }
+                segmentLength = 0
+                segmentIsDots = true
+            } else if isUnreserved(byte) || byte == UInt8(ascii: "%") {
+                segmentLength += 1
+                if byte != UInt8(ascii: ".") { segmentIsDots = false }
+            } else {
+                return nil
+            }
+        }
+        if segmentIsDots && segmentLength > 0 && segmentLength <= 2 { return nil }
+        return prefix
+    }
+
+    /// ALPHA, DIGIT, "-", ".", "_", "~" (RFC 3986 §2.3).
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            return true
+        default:
+            return false
+        }
     }
 }
 

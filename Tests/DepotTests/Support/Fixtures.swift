@@ -114,3 +114,23 @@ extension DepotError {
         }
     }
 }
+
+/// Body chunks a test hands out one at a time; `nil` ends the body.
+actor ChunkFeed {
+    private var queued: [Data?] = []
+    private var waiting: CheckedContinuation<Data?, Never>?
+
+    func next() async -> Data? {
+        if !queued.isEmpty { return queued.removeFirst() }
+        return await withCheckedContinuation { waiting = $0 }
+    }
+
+    func send(_ chunk: Data?) {
+        if let waiting {
+            self.waiting = nil
+            waiting.resume(returning: chunk)
+        } else {
+            queued.append(chunk)
+        }
+    }
+}
