@@ -335,6 +335,21 @@ import Testing
         #expect(starts(scheduler.finish(job: id(1), outcome: .cancelled)) == [2])
     }
 
+    /// Tickets that share a job keep their own exit policy and category.
+    @Test func sharedJobsKeepEachTicketsExitPolicyAndCategory() {
+        var scheduler = Scheduler(limit: 1)
+        _ = scheduler.enqueue(entry(1, key: "k"))
+        _ = scheduler.enqueue(entry(2, key: "k", exit: .finish))
+        _ = scheduler.enqueue(entry(3, category: .images, key: "k"))
+        _ = scheduler.enqueue(entry(4, category: .images, key: "k", exit: .finish))
+        #expect(scheduler.waiters(of: id(1)) == [id(1), id(2), id(3), id(4)])
+
+        #expect(scheduler.cancel(category: .images) == [.cancelled(id(3)), .cancelled(id(4))])
+        let actions = scheduler.shutdown()
+        #expect(actions == [.cancelled(id(1))], "ticket 2 must finish, so the job goes on")
+        #expect(scheduler.waiters(of: id(1)) == [id(2)])
+    }
+
     // MARK: Invariants under random event sequences
 
     @Test(arguments: 0..<40)

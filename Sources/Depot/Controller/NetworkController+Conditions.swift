@@ -134,19 +134,19 @@ extension NetworkController {
             let changes = state.conditions.rules.changes(from: old, to: new, queued: queued) { droppable.contains($0) }
             for category in changes.pause.sorted(by: { $0.rawValue < $1.rawValue }) where !state.conditions.rulePaused.contains(category) {
                 state.conditions.rulePaused.insert(category)
-                effects += apply(state.scheduler.pause(category: category), in: &state, at: now)
+                apply(state.scheduler.pause(category: category), in: &state, at: now, into: &effects)
                 effects.append(.emit(controllerEvent(.categoryPaused(category), at: now)))
             }
             for category in changes.resume.sorted(by: { $0.rawValue < $1.rawValue }) where state.conditions.rulePaused.contains(category) {
                 state.conditions.rulePaused.remove(category)
                 if !state.conditions.userPaused.contains(category) {
-                    effects += apply(state.scheduler.resume(category: category), in: &state, at: now)
+                    apply(state.scheduler.resume(category: category), in: &state, at: now, into: &effects)
                 }
                 effects.append(.emit(controllerEvent(.categoryResumed(category), at: now)))
             }
             for ticket in changes.cancel {
                 state.conditions.droppable.remove(ticket)
-                effects += apply(state.scheduler.cancel(ticket), in: &state, at: now)
+                apply(state.scheduler.cancel(ticket), in: &state, at: now, into: &effects)
             }
         }
         // The policy sees every event (an adaptive one reacts to RTT, not only to quality).
@@ -160,7 +160,7 @@ extension NetworkController {
         let limit = state.conditions.effectiveLimit
         guard limit != state.scheduler.limit else { return [] }
         var effects = [Effect.emit(controllerEvent(.concurrencyChanged(limit: limit), at: now))]
-        effects += apply(state.scheduler.setLimit(limit), in: &state, at: now)
+        apply(state.scheduler.setLimit(limit), in: &state, at: now, into: &effects)
         return effects
     }
 

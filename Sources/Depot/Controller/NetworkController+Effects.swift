@@ -8,6 +8,13 @@ extension NetworkController {
 
     func apply(_ actions: [Scheduler.Action], in state: inout State, at now: Duration, result: JobResult? = nil, immediate: Ticket.ID? = nil) -> [Effect] {
         var effects: [Effect] = []
+        apply(actions, in: &state, at: now, result: result, immediate: immediate, into: &effects)
+        return effects
+    }
+
+    /// Appends the effects of `actions` to `effects` (one array per operation, not one per step).
+    func apply(_ actions: [Scheduler.Action], in state: inout State, at now: Duration, result: JobResult? = nil, immediate: Ticket.ID? = nil, into effects: inout [Effect]) {
+        effects.reserveCapacity(effects.count + 2 * actions.count)
         var resolved: [Ticket.ID: Ticket] = [:]
         for action in actions {
             switch action {
@@ -38,19 +45,19 @@ extension NetworkController {
                     if outcome == .succeeded, let result {
                         finished = NetworkEvent.Finished(status: result.status ?? 0, bytes: result.sample?.bytes ?? 0, duration: now - record.enqueuedAt, sample: result.sample)
                     }
-                    effects += resolve(record, jobResult, outcome: outcome, at: now, finished: finished, in: &state)
+                    resolve(record, jobResult, outcome: outcome, at: now, finished: finished, in: &state, into: &effects)
                     resolved[id] = record.ticket
                 }
             case .cancelled(let id):
                 guard let record = state.records.removeValue(forKey: id) else { continue }
-                effects += resolve(record, .failure(DepotError(.cancelled, operation: record.ticket.operationName)), outcome: .cancelled, at: now, in: &state)
+                resolve(record, .failure(DepotError(.cancelled, operation: record.ticket.operationName)), outcome: .cancelled, at: now, in: &state, into: &effects)
                 resolved[id] = record.ticket
             case .dependencyFailed(let id, let cause):
                 guard let record = state.records.removeValue(forKey: id) else { continue }
                 // The scheduler settles dependents in the same batch that resolves their cause.
                 let causeError = resolved[cause]?.state.withLock { $0.failure } ?? DepotError(.cancelled)
                 let error = DepotError(.dependencyFailed, operation: record.ticket.operationName, underlying: causeError)
-                effects += resolve(record, .failure(error), outcome: .failed, at: now, in: &state)
+                resolve(record, .failure(error), outcome: .failed, at: now, in: &state, into: &effects)
                 resolved[id] = record.ticket
             case .coalesced(let id, let job):
                 guard let record = state.records[id] else { continue }
@@ -67,7 +74,6 @@ extension NetworkController {
             effects += state.idleWaiters.values.map(Effect.resume)
             state.idleWaiters.removeAll()
         }
-        return effects
     }
 
     func resolve(
@@ -77,10 +83,10 @@ extension NetworkController {
         at now: Duration,
         finished: NetworkEvent.Finished? = nil,
         counted: Bool = true,
-        in state: inout State
-    ) -> [Effect] {
+        in state: inout State,
+        into effects: inout [Effect]
+    ) {
         let ticket = record.ticket
-        var effects: [Effect] = []
         state.conditions.droppable.remove(ticket.id)
         if let trace = configuration.trace {
             switch result {
@@ -117,7 +123,6 @@ extension NetworkController {
             }
         }
         effects.append(.deliver(record.deliver, result.mapError { $0.named(ticket.operationName) }))
-        return effects
     }
 
     private func launch(_ job: Ticket.ID, _ runner: @escaping JobRunner, _ running: RunningJob, immediately: Bool) {
@@ -160,7 +165,7 @@ extension NetworkController {
                 }
                 if state.conditions.isOffline { state.conditions.probing = false }
                 effects += applyEffectiveLimit(in: &state, at: now)
-                effects += apply(state.scheduler.requeue(job: job), in: &state, at: now)
+                apply(state.scheduler.requeue(job: job), in: &state, at: now, into: &effects)
                 return effects
             }
             var effects = apply(state.scheduler.finish(job: job, outcome: outcome), in: &state, at: now, result: result)
@@ -170,7 +175,7 @@ extension NetworkController {
                 effects += applyEffectiveLimit(in: &state, at: now)
             }
             if state.scheduler.runningJobCount == 0, !state.conditions.rulePaused.isEmpty {
-                effects += apply(state.scheduler.trickle(from: state.conditions.rulePaused.subtracting(state.conditions.userPaused)), in: &state, at: now)
+                apply(state.scheduler.trickle(from: state.conditions.rulePaused.subtracting(state.conditions.userPaused)), in: &state, at: now, into: &effects)
             }
             return effects
         }
@@ -180,9 +185,14 @@ extension NetworkController {
     /// A chunk arrived. Takes no controller lock: chunks are the most frequent
     /// thing that happens, on every running transfer at once.
     private func reportProgress(_ running: RunningJob, _ progress: TransferProgress) {
-        let open = running.tickets.filter { $0.updateProgressIfOpen(progress) }
+        let tickets = running.tickets
         // Progress is not posted as a notification: build events only for `events` subscribers.
-        guard hub.hasSubscribers, !open.isEmpty else { return }
+        guard hub.hasSubscribers else {
+            for ticket in tickets { _ = ticket.updateProgressIfOpen(progress) }
+            return
+        }
+        let open = tickets.filter { $0.updateProgressIfOpen(progress) }
+        guard !open.isEmpty else { return }
         let now = timebase.now()
         perform(open.map { .emit(event($0.id, $0.operationName, .progress(progress), at: now)) })
     }

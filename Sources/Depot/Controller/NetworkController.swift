@@ -243,9 +243,10 @@ public final class NetworkController: Sendable {
         let offlineBehavior = operation.offlineBehavior
 
         var effects: [Effect] = []
+        effects.reserveCapacity(4)  // enqueued, started, launch: one allocation
         state.withLock { state in
             if state.isShutDown {
-                effects += resolve(record, .failure(DepotError(.shutDown, operation: name)), outcome: .failed, at: now, counted: false, in: &state)
+                resolve(record, .failure(DepotError(.shutDown, operation: name)), outcome: .failed, at: now, counted: false, in: &state, into: &effects)
                 return
             }
             // A dependency that already ended decides now; pending ones go to the scheduler.
@@ -253,7 +254,7 @@ public final class NetworkController: Sendable {
                 guard let outcome = dependency.outcome, outcome != .succeeded else { continue }
                 let cause = dependency.state.withLock { $0.failure } ?? DepotError(.cancelled, operation: dependency.operationName)
                 effects.append(.emit(event(id, name, .enqueued(priority: entry.priority, category: entry.category), at: now)))
-                effects += resolve(record, .failure(DepotError(.dependencyFailed, operation: name, underlying: cause)), outcome: .failed, at: now, in: &state)
+                resolve(record, .failure(DepotError(.dependencyFailed, operation: name, underlying: cause)), outcome: .failed, at: now, in: &state, into: &effects)
                 return
             }
             state.records[id] = record
@@ -264,7 +265,7 @@ public final class NetworkController: Sendable {
                 // Work that a bad network would drop is not even queued on one.
                 if state.conditions.rules.drops(entry.priority, at: quality) {
                     state.records[id] = nil
-                    effects += resolve(record, .failure(DepotError(.cancelled, operation: name, detail: "dropped: the network is \(quality)")), outcome: .cancelled, at: now, in: &state)
+                    resolve(record, .failure(DepotError(.cancelled, operation: name, detail: "dropped: the network is \(quality)")), outcome: .cancelled, at: now, in: &state, into: &effects)
                     return
                 }
                 state.conditions.droppable.insert(id)
@@ -274,7 +275,7 @@ public final class NetworkController: Sendable {
                     // Queued work will find out when the network is back (the probes let it
                     // try); an operation that could not start now would wait, not fail fast.
                     state.records[id] = nil
-                    effects += resolve(record, .failure(DepotError(.offline, operation: name, detail: "no network, and the operation fails fast")), outcome: .failed, at: now, in: &state)
+                    resolve(record, .failure(DepotError(.offline, operation: name, detail: "no network, and the operation fails fast")), outcome: .failed, at: now, in: &state, into: &effects)
                     return
                 }
                 // Nothing queued could ever probe: an app of fail-fast operations would
@@ -282,7 +283,7 @@ public final class NetworkController: Sendable {
                 state.conditions.probing = true
                 effects += applyEffectiveLimit(in: &state, at: now)
             }
-            effects += apply(state.scheduler.enqueue(entry), in: &state, at: now, immediate: startsImmediately ? id : nil)
+            apply(state.scheduler.enqueue(entry), in: &state, at: now, immediate: startsImmediately ? id : nil, into: &effects)
         }
         perform(effects)
         return ticket

@@ -81,12 +81,40 @@ struct Scheduler: Sendable {
         var category: OperationCategory
         var key: String?
         var waiters: [ID]
-        var exitPolicies: [ID: ExitPolicy]
-        /// Each ticket's own category, for `cancel(category:)`.
-        var categories: [ID: OperationCategory]
+        /// The exit policy and category of the ticket that made the job: every
+        /// waiter has them unless `overrides` says otherwise. Coalesced tickets
+        /// nearly always share them, so the usual job allocates no dictionary.
+        let founding: (exitPolicy: ExitPolicy, category: OperationCategory)
+        var overrides: [ID: (exitPolicy: ExitPolicy, category: OperationCategory)] = [:]
         var state: JobState
 
-        var mustFinish: Bool { exitPolicies.values.contains(.finish) }
+        init(priority: Priority, category: OperationCategory, key: String?, founder: Entry, state: JobState) {
+            self.priority = priority
+            self.category = category
+            self.key = key
+            self.waiters = [founder.id]
+            self.founding = (founder.exitPolicy, founder.category)
+            self.state = state
+        }
+
+        /// A ticket's own exit policy and category (for `shutdown()` and `cancel(category:)`).
+        func policy(of ticket: ID) -> (exitPolicy: ExitPolicy, category: OperationCategory) {
+            overrides[ticket] ?? founding
+        }
+
+        mutating func add(_ entry: Entry) {
+            waiters.append(entry.id)
+            if entry.exitPolicy != founding.exitPolicy || entry.category != founding.category {
+                overrides[entry.id] = (entry.exitPolicy, entry.category)
+            }
+        }
+
+        mutating func remove(_ ticket: ID) {
+            waiters.removeAll { $0 == ticket }
+            overrides[ticket] = nil
+        }
+
+        var mustFinish: Bool { waiters.contains { policy(of: $0).exitPolicy == .finish } }
     }
 
     private var tickets: [ID: TicketState] = [:]
@@ -157,9 +185,9 @@ struct Scheduler: Sendable {
             for dependency in pending { dependents[dependency, default: []].append(entry.id) }
             return []
         }
-        var actions = admit(entry)
-        actions += pump()
-        return actions
+        let admitted = admit(entry)
+        let started = pump()
+        return admitted.isEmpty ? started : admitted + started
     }
 
     /// A running job ended.
@@ -169,6 +197,7 @@ struct Scheduler: Sendable {
         trickling.remove(id)
         if let key = job.key, byKey[key] == id { byKey[key] = nil }
         var actions: [Action] = []
+        actions.reserveCapacity(2)  // the resolve and, usually, the next start
         if !job.waiters.isEmpty {
             actions.append(.resolve(job: id, tickets: job.waiters, outcome))
         }
@@ -192,7 +221,7 @@ struct Scheduler: Sendable {
         let victims = tickets.compactMap { id, state -> ID? in
             switch state {
             case .blocked(let entry, _): return entry.category == category ? id : nil
-            case .waiting(let job): return jobs[job]?.categories[id] == category ? id : nil
+            case .waiting(let job): return jobs[job]?.policy(of: id).category == category ? id : nil
             }
         }
         return cancelMany(victims)
@@ -270,7 +299,7 @@ struct Scheduler: Sendable {
             case .blocked(let entry, _):
                 return entry.exitPolicy == .cancel ? id : nil
             case .waiting(let job):
-                return jobs[job]?.exitPolicies[id] == .cancel ? id : nil
+                return jobs[job]?.policy(of: id).exitPolicy == .cancel ? id : nil
             }
         }
         return cancelMany(victims)
@@ -298,9 +327,7 @@ struct Scheduler: Sendable {
             for dependency in remaining { dependents[dependency]?.removeAll { $0 == id } }
         case .waiting(let jobID):
             guard var job = jobs[jobID] else { break }
-            job.waiters.removeAll { $0 == id }
-            job.exitPolicies[id] = nil
-            job.categories[id] = nil
+            job.remove(id)
             if job.waiters.isEmpty {
                 if let key = job.key, byKey[key] == jobID { byKey[key] = nil }
                 switch job.state {
@@ -347,9 +374,7 @@ struct Scheduler: Sendable {
     /// A ready ticket joins a matching job or makes a new queued one.
     private mutating func admit(_ entry: Entry) -> [Action] {
         if let key = entry.coalescingKey, let jobID = byKey[key], var job = jobs[jobID] {
-            job.waiters.append(entry.id)
-            job.exitPolicies[entry.id] = entry.exitPolicy
-            job.categories[entry.id] = entry.category
+            job.add(entry)
             tickets[entry.id] = .waiting(job: jobID)
             var actions: [Action] = [.coalesced(entry.id, into: jobID)]
             if entry.priority > job.priority {
@@ -360,15 +385,7 @@ struct Scheduler: Sendable {
             jobs[jobID] = job
             return actions
         }
-        jobs[entry.id] = Job(
-            priority: entry.priority,
-            category: entry.category,
-            key: entry.coalescingKey,
-            waiters: [entry.id],
-            exitPolicies: [entry.id: entry.exitPolicy],
-            categories: [entry.id: entry.category],
-            state: .queued
-        )
+        jobs[entry.id] = Job(priority: entry.priority, category: entry.category, key: entry.coalescingKey, founder: entry, state: .queued)
         tickets[entry.id] = .waiting(job: entry.id)
         if let key = entry.coalescingKey { byKey[key] = entry.id }
         queues[entry.priority.rawValue].append(entry.id)
