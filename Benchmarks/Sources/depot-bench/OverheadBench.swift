@@ -52,7 +52,7 @@ enum OverheadBench {
                 transport: transport,
                 concurrencyLimit: concurrency
             )
-            if ProcessInfo.processInfo.environment["DEPOT_BENCH_NO_NOTIFICATIONS"] != nil { configuration.notificationCenter = nil }
+            if ProcessInfo.processInfo.environment["DEPOT_BENCH_NO_NOTIFICATIONS"] == "1" { configuration.notificationCenter = nil }
             let controller = NetworkController(configuration: configuration)
             try await TransportBench.fanOut(1000, concurrency) { index in _ = try await controller.perform(TransportBench.GetItem(id: index)) }
             let cpuBefore = TransportBench.cpuSeconds(children: false)
