@@ -228,7 +228,6 @@ extension NetworkController {
         }
     }
 
-    /// A success refills the retry budget.
     /// Tells the waiters of `job` that it will be retried.
     func beginBackoff(job: Ticket.ID, attempt: Int, delay: Duration, error: DepotError) {
         let now = timebase.now()

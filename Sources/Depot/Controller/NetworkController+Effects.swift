@@ -215,8 +215,8 @@ extension NetworkController {
                 task.cancel()
             case .cancelJob(let running):
                 running.cancel()
-            case .launch(let job, let runner, let tickets, let immediately):
-                launch(job, runner, tickets, immediately: immediately)
+            case .launch(let job, let runner, let running, let immediately):
+                launch(job, runner, running, immediately: immediately)
             case .resume(let continuation):
                 continuation.resume()
             case .log(let level, let message, let metadata):
