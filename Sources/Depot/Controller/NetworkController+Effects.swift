@@ -15,6 +15,9 @@ extension NetworkController {
     /// Appends the effects of `actions` to `effects` (one array per operation, not one per step).
     func apply(_ actions: [Scheduler.Action], in state: inout State, at now: Duration, result: JobResult? = nil, immediate: Ticket.ID? = nil, into effects: inout [Effect]) {
         effects.reserveCapacity(effects.count + 2 * actions.count)
+        // Tickets resolved in this batch, for the causes of dependency failures
+        // (filled only when the batch has some: the usual batch allocates nothing).
+        let tracksCauses = actions.contains { if case .dependencyFailed = $0 { true } else { false } }
         var resolved: [Ticket.ID: Ticket] = [:]
         for action in actions {
             switch action {
@@ -46,19 +49,19 @@ extension NetworkController {
                         finished = NetworkEvent.Finished(status: result.status ?? 0, bytes: result.sample?.bytes ?? 0, duration: now - record.enqueuedAt, sample: result.sample)
                     }
                     resolve(record, jobResult, outcome: outcome, at: now, finished: finished, in: &state, into: &effects)
-                    resolved[id] = record.ticket
+                    if tracksCauses { resolved[id] = record.ticket }
                 }
             case .cancelled(let id):
                 guard let record = state.records.removeValue(forKey: id) else { continue }
                 resolve(record, .failure(DepotError(.cancelled, operation: record.ticket.operationName)), outcome: .cancelled, at: now, in: &state, into: &effects)
-                resolved[id] = record.ticket
+                if tracksCauses { resolved[id] = record.ticket }
             case .dependencyFailed(let id, let cause):
                 guard let record = state.records.removeValue(forKey: id) else { continue }
                 // The scheduler settles dependents in the same batch that resolves their cause.
                 let causeError = resolved[cause]?.state.withLock { $0.failure } ?? DepotError(.cancelled)
                 let error = DepotError(.dependencyFailed, operation: record.ticket.operationName, underlying: causeError)
                 resolve(record, .failure(error), outcome: .failed, at: now, in: &state, into: &effects)
-                resolved[id] = record.ticket
+                if tracksCauses { resolved[id] = record.ticket }
             case .coalesced(let id, let job):
                 guard let record = state.records[id] else { continue }
                 state.running[job]?.add(record.ticket)  // A running job: progress reaches this ticket too.
