@@ -68,10 +68,13 @@ import Testing
     /// The controller joins plain paths to its base by concatenation; that must
     /// give what RFC 3986 resolution (Foundation's) gives, for every path.
     @Test func theBaseURLShortcutResolvesLikeFoundation() throws {
-        let bases = ["http://127.0.0.1:8080", "http://127.0.0.1:8080/api", "http://h.test/api/v2/", "https://user@h.test:8443/a/b"]
+        let bases = [
+            "http://127.0.0.1:8080", "http://127.0.0.1:8080/api", "http://h.test/api/v2/", "https://user@h.test:8443/a/b",
+            "http://h.test/v1/../v2/", "http://h.test/api/.", "http://h.test/a%20b/", "HTTP://H.TEST/Api/", "http://[::1]:8080/api/",
+        ]
         let paths = [
             "items/12", "/items/12", "items", "a/b/c", "Ann%20Bob", "x~y_z-1.json", "...", ".hidden", "a..b",
-            "./items", "../items", "a/./b", "a/../b", "a/.", "a/..", ".", "..", "/..", "//other.test/x",
+            "./items", "../items", "a/./b", "a/../b", "a/.", "a/..", ".", "..", "/..", "//other.test/x", "a%2", "%2e%2E/x",
             "a//b", "a/", "/", "%zz", "a b", "a?x=1", "a#f", "a:b", "ä", "",
         ]
         for base in bases.map({ URL(string: $0)! }) {
@@ -85,7 +88,7 @@ import Testing
         let directory = "http://h/api/", root = "http://h"
         #expect(BaseURL.shortcutPrefix(for: "items/12", directory: directory, root: root) == directory)
         #expect(BaseURL.shortcutPrefix(for: "/items/12", directory: directory, root: root) == root)
-        for refused in ["../x", "a/./b", "//h2/x", "a?b", "a:b", ""] {
+        for refused in ["../x", "a/./b", "//h2/x", "a?b", "a:b", "", "%zz", "a%2", "a%"] {
             #expect(BaseURL.shortcutPrefix(for: refused, directory: directory, root: root) == nil, "\(refused)")
         }
     }

@@ -8,13 +8,15 @@ extension NetworkController {
 
     func apply(_ actions: [Scheduler.Action], in state: inout State, at now: Duration, result: JobResult? = nil, immediate: Ticket.ID? = nil) -> [Effect] {
         var effects: [Effect] = []
+        effects.reserveCapacity(2 * actions.count)
         apply(actions, in: &state, at: now, result: result, immediate: immediate, into: &effects)
         return effects
     }
 
     /// Appends the effects of `actions` to `effects` (one array per operation, not one per step).
+    /// It reserves nothing itself: callers apply in loops, and an exact reservation
+    /// per call would copy the array every time instead of letting it double.
     func apply(_ actions: [Scheduler.Action], in state: inout State, at now: Duration, result: JobResult? = nil, immediate: Ticket.ID? = nil, into effects: inout [Effect]) {
-        effects.reserveCapacity(effects.count + 2 * actions.count)
         // Tickets resolved in this batch, for the causes of dependency failures
         // (filled only when the batch has some: the usual batch allocates nothing).
         let tracksCauses = actions.contains { if case .dependencyFailed = $0 { true } else { false } }

@@ -98,7 +98,7 @@ public final class NetworkController: Sendable {
         // Resolve relative paths against a directory URL once, not per request.
         configuration.baseURL = configuration.baseURL?.appendingSlashIfNeeded()
         self.configuration = configuration
-        self.base = configuration.baseURL.map(BaseURL.init)
+        self.base = configuration.baseURL.map { BaseURL($0) }
         let timebase = Timebase(configuration.clock)
         self.timebase = timebase
         self.hub = EventHub(bufferSize: configuration.eventBufferSize)

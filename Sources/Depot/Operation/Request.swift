@@ -150,7 +150,8 @@ public struct Request: Sendable {
     ///
     /// - Throws: ``DepotError/Code/invalidRequest`` when the path is relative and there is no base URL.
     public func resolvedURL(baseURL: URL?) throws(DepotError) -> URL {
-        try resolvedURL(base: baseURL.map(BaseURL.init))
+        // One resolution: preparing the shortcut would cost more than it saves.
+        try resolvedURL(base: baseURL.map { BaseURL($0, shortcut: false) })
     }
 
     /// The same, against a base URL prepared once (the controller resolves every request).
@@ -201,15 +202,19 @@ struct BaseURL: Sendable {
     /// Scheme and authority ("http://h:8080"), for paths that start with "/".
     private let root: String?
 
-    init(_ url: URL) {
+    /// - Parameter shortcut: Whether to prepare the concatenation shortcut
+    ///   (worth it for a base that resolves many paths).
+    init(_ url: URL, shortcut: Bool = true) {
         let directory = url.absoluteString.hasSuffix("/") ? url : url.appendingSlashIfNeeded()
         self.url = directory
-        // A base with a query or fragment loses them in resolution; such a base, and
-        // one whose path is not absolute, takes the long way.
+        // A base with a query or fragment loses them in resolution, and one with
+        // dot segments ("/v1/../v2/") has them removed: such bases, and any other
+        // whose own text resolution would change, take the long way.
         let text = directory.absoluteString
-        if directory.query == nil, directory.fragment == nil, directory.scheme != nil, directory.host != nil,
+        if shortcut, directory.query == nil, directory.fragment == nil, directory.scheme != nil, directory.host != nil,
            let rootURL = URL(string: "/", relativeTo: directory)?.absoluteString, rootURL.hasSuffix("/"),
-           text.hasPrefix(rootURL) {
+           text.hasPrefix(rootURL),
+           URL(string: "x", relativeTo: directory)?.absoluteString == text + "x" {
             self.directory = text
             self.root = String(rootURL.dropLast())
         } else {
@@ -229,8 +234,8 @@ struct BaseURL: Sendable {
 
     /// What to put before `path` when concatenation resolves it, else `nil`.
     ///
-    /// The path may hold only unreserved characters, "/" and "%" (a bad escape
-    /// fails the parse, and the long way decides); it may not start with "//"
+    /// The path may hold only unreserved characters, "/" and percent escapes
+    /// ("%" and two hex digits); it may not start with "//"
     /// (another host) or hold a "." or ".." segment (which resolution removes).
     /// A first segment with ":" would be a scheme: ":" is not allowed at all.
     static func shortcutPrefix(for path: String, directory: String, root: String) -> String? {
@@ -246,19 +251,32 @@ struct BaseURL: Sendable {
         // Segments are checked as they end; the path's end ends the last one.
         var segmentLength = 0
         var segmentIsDots = true
+        var hexDigitsDue = 0  // after "%": a bad escape makes the parser re-encode every "%" in the URL
         for byte in bytes {
+            if hexDigitsDue > 0 {
+                guard byte.isHexDigit else { return nil }
+                hexDigitsDue -= 1
+                segmentLength += 1
+                continue
+            }
+            if byte == UInt8(ascii: "%") {
+                hexDigitsDue = 2
+                segmentLength += 1
+                segmentIsDots = false
+                continue
+            }
             if byte == UInt8(ascii: "/") {
                 if segmentIsDots && segmentLength > 0 && segmentLength <= 2 { return nil }
                 segmentLength = 0
                 segmentIsDots = true
-            } else if isUnreserved(byte) || byte == UInt8(ascii: "%") {
+            } else if isUnreserved(byte) {
                 segmentLength += 1
                 if byte != UInt8(ascii: ".") { segmentIsDots = false }
             } else {
                 return nil
             }
         }
-        if segmentIsDots && segmentLength > 0 && segmentLength <= 2 { return nil }
+        if hexDigitsDue > 0 || segmentIsDots && segmentLength > 0 && segmentLength <= 2 { return nil }
         return prefix
     }
 
@@ -313,5 +331,14 @@ enum FormEncoding {
 
     static func encode(_ pairs: [(String, String)]) -> String {
         pairs.map { "\(escape($0.0))=\(escape($0.1))" }.joined(separator: "&")
+    }
+}
+
+private extension UInt8 {
+    var isHexDigit: Bool {
+        switch self {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+        default: false
+        }
     }
 }

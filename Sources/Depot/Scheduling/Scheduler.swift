@@ -114,7 +114,6 @@ struct Scheduler: Sendable {
             overrides[ticket] = nil
         }
 
-        var mustFinish: Bool { waiters.contains { policy(of: $0).exitPolicy == .finish } }
     }
 
     private var tickets: [ID: TicketState] = [:]
