@@ -18,15 +18,25 @@ final class DeadlineWatch: Sendable {
         fileprivate let idle: Duration
         fileprivate let total: Duration?
         fileprivate let totalDeadline: Duration?
-        fileprivate let onExpire: @Sendable (DepotError) -> Void
+        fileprivate let onExpire: @Sendable () -> Void
+        /// Why the watch fired, once it has.
+        private let expiredWith = Mutex<DepotError?>(nil)
 
-        fileprivate init(id: UInt64, now: Duration, timeout: Timeout, onExpire: @escaping @Sendable (DepotError) -> Void) {
+        fileprivate init(id: UInt64, now: Duration, timeout: Timeout, onExpire: @escaping @Sendable () -> Void) {
             self.id = id
             self.lastActivity = Atomic(Self.nanoseconds(now))
             self.idle = timeout.idle
             self.total = timeout.total
             self.totalDeadline = timeout.total.map { now + $0 }
             self.onExpire = onExpire
+        }
+
+        /// The timeout that fired for this transfer, if one did.
+        var expiry: DepotError? { expiredWith.withLock { $0 } }
+
+        fileprivate func expire(_ error: DepotError) {
+            expiredWith.withLock { $0 = error }
+            onExpire()
         }
 
         fileprivate func touch(at now: Duration) {
@@ -69,8 +79,9 @@ final class DeadlineWatch: Sendable {
         self.timebase = timebase
     }
 
-    /// Starts watching a transfer. `onExpire` is called at most once, outside any lock.
-    func register(timeout: Timeout, onExpire: @escaping @Sendable (DepotError) -> Void) -> Key {
+    /// Starts watching a transfer. `onExpire` is called at most once, outside any
+    /// lock, after the key's ``Key/expiry`` is set.
+    func register(timeout: Timeout, onExpire: @escaping @Sendable () -> Void) -> Key {
         let now = timebase.now()
         let (key, rearm) = state.withLock { state -> (Key, Task<Void, Never>?) in
             state.next += 1
@@ -137,6 +148,6 @@ final class DeadlineWatch: Sendable {
             return (expired, replaced)
         }
         replaced?.cancel()
-        for (entry, error) in expired { entry.onExpire(error) }
+        for (entry, error) in expired { entry.expire(error) }
     }
 }

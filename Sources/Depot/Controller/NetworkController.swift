@@ -179,7 +179,10 @@ public final class NetworkController: Sendable {
     ) async throws(DepotError) -> Operation.Output {
         let holder = Locked<Ticket?>(nil)
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Swift.Result<any Sendable, DepotError>, Never>) in
+            // Unsafe, not checked: the controller resolves every ticket exactly once
+            // (`completionRunsOnMainActorAsynchronouslyExactlyOnce` and the scheduler's
+            // randomized invariant test), and the checked one costs an allocation per call.
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Swift.Result<any Sendable, DepotError>, Never>) in
                 let ticket = submit(operation, after: dependencies, startsImmediately: true) { _ in
                     { continuation.resume(returning: $0) }
                 }

@@ -35,17 +35,12 @@ struct TransferPipeline: Sendable {
         cancelOnTimeout: @escaping @Sendable () -> Void,
         onProgress: @escaping @Sendable (TransferProgress) -> Void
     ) async throws -> Result {
-        let expired = Locked<DepotError?>(nil)
-        let key = watch.register(timeout: timeout) { error in
-            expired.value = error
-            cancelOnTimeout()
-        }
+        let key = watch.register(timeout: timeout, onExpire: cancelOnTimeout)
         defer { watch.remove(key) }
-        let watch = self.watch
         do {
-            return try await transfer(request, onActivity: { watch.touch(key) }, onProgress: onProgress)
+            return try await transfer(request, watching: key, onProgress: onProgress)
         } catch {
-            if let timedOut = expired.value { throw timedOut }
+            if let timedOut = key.expiry { throw timedOut }
             throw error
         }
     }
@@ -71,7 +66,7 @@ struct TransferPipeline: Sendable {
 
     private func transfer(
         _ original: TransportRequest,
-        onActivity: @escaping @Sendable () -> Void,
+        watching key: DeadlineWatch.Key,
         onProgress: @escaping @Sendable (TransferProgress) -> Void
     ) async throws -> Result {
         var request = original
@@ -81,7 +76,7 @@ struct TransferPipeline: Sendable {
             let sent = timebase.now()
             let head = try await transport.send(request)
             let firstByte = timebase.now()
-            onActivity()
+            watch.touch(key)
 
             if let next = try redirectTarget(of: head, for: request) {
                 redirects += 1
@@ -108,7 +103,7 @@ struct TransferPipeline: Sendable {
                     throw DepotError(.tooLarge, status: head.status, detail: "more than the limit of \(maximumBodySize) bytes")
                 }
                 body.append(chunk)
-                onActivity()
+                watch.touch(key)
                 onProgress(TransferProgress(received: Int64(body.count), expected: expected))
             }
             // A cancelled consumer sees the stream end early; that is not a complete body.
