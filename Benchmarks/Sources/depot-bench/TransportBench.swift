@@ -49,7 +49,7 @@ enum TransportBench {
                 ("AsyncHTTPClient raw + loop task hop", try ahcRaw(base: base, concurrency: concurrency, hop: .eventLoopTask)),
             ]
             let only = ProcessInfo.processInfo.environment["DEPOT_BENCH_ONLY"]
-            let chosen = scenarios.filter { only == nil || $0.0 == only }
+            let chosen = scenarios.filter { only == nil || only!.split(separator: "|").contains(Substring($0.0)) }
             for (_, body) in chosen { try await body(200) }  // warm up: connections, caches
             // Rounds, not blocks: every scenario runs once per round, so a slow
             // minute of this shared VM lands on all of them alike.
