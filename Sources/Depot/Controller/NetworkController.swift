@@ -179,9 +179,16 @@ public final class NetworkController: Sendable {
     ) async throws(DepotError) -> Operation.Output {
         let holder = Locked<Ticket?>(nil)
         let result = await withTaskCancellationHandler {
-            // Unsafe, not checked: the controller resolves every ticket exactly once
-            // (`completionRunsOnMainActorAsynchronouslyExactlyOnce` and the scheduler's
-            // randomized invariant test), and the checked one costs an allocation per call.
+            // An unsafe continuation (the checked one costs an allocation per call) is
+            // sound because `deliver` below runs exactly once:
+            // - at most once: it is called only by `rejectAtOnce` (before the ticket is
+            //   recorded, then `submit` returns) and by `resolve`, which every path
+            //   reaches only after taking the ticket's record out of `state.records`
+            //   under the lock (`removeValue` in `apply`; `records[id] = nil` or never
+            //   inserted in `submit`), so a second resolution finds no record;
+            // - at least once: the scheduler resolves every ticket (its randomized
+            //   invariant test), and shutdown cancels what is left.
+            // `completionRunsOnMainActorAsynchronouslyExactlyOnce` checks the result.
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Swift.Result<any Sendable, DepotError>, Never>) in
                 let ticket = submit(operation, after: dependencies, startsImmediately: true) { _ in
                     { continuation.resume(returning: $0) }
