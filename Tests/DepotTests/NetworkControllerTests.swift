@@ -477,13 +477,15 @@ import Testing
     @Test func eventsArePostedAsNotifications() async throws {
         try await withServer { server in
             let center = NotificationCenter()
-            let seen = Locked<[(Notification.Name, String, Ticket.ID)]>([])
+            let seen = Locked<[(name: Notification.Name, operation: String, error: DepotError.Code?)]>([])
             let names: [Notification.Name] = [.depotOperationEnqueued, .depotOperationStarted, .depotOperationFinished, .depotOperationFailed]
             let observers = names.map { name in
                 center.addObserver(forName: name, object: nil, queue: nil) { note in
                     let event = note.userInfo?[NetworkEvent.UserInfoKey.event] as? NetworkEvent
-                    let operation = note.userInfo?[NetworkEvent.UserInfoKey.operation] as? String ?? ""
-                    if let event { seen.withLock { $0.append((note.name, operation, event.ticket)) } }
+                    let error = note.userInfo?[NetworkEvent.UserInfoKey.error] as? DepotError
+                    if let event, event.notificationName == note.name {
+                        seen.withLock { $0.append((note.name, event.operation, error?.code)) }
+                    }
                 }
             }
             defer { observers.forEach(center.removeObserver) }
@@ -492,8 +494,10 @@ import Testing
                 _ = try? await controller.perform(FetchHello(path: "/status/404"))
             }
             let recorded = seen.value
-            #expect(recorded.map(\.0) == [.depotOperationEnqueued, .depotOperationStarted, .depotOperationFinished, .depotOperationEnqueued, .depotOperationStarted, .depotOperationFailed])
-            #expect(recorded.allSatisfy { $0.1 == "FetchHello" })
+            #expect(recorded.map(\.name) == [.depotOperationEnqueued, .depotOperationStarted, .depotOperationFinished, .depotOperationEnqueued, .depotOperationStarted, .depotOperationFailed])
+            #expect(recorded.allSatisfy { $0.operation == "FetchHello" })
+            // Only the failure carries the error under its own key.
+            #expect(recorded.map(\.error) == [nil, nil, nil, nil, nil, .notFound])
         }
     }
 

@@ -73,7 +73,6 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
         "[\(time.milliseconds) ms] \(operation) \(ticket) \(kind)"
     }
 
-    /// The notification name this event is posted under.
     /// Whether this is about the controller rather than one ticket (quality,
     /// limit, rules, probes). Such events have ticket 0 and an empty operation name.
     public var isControllerWide: Bool {
@@ -83,6 +82,7 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
         }
     }
 
+    /// The notification name this event is posted under.
     public var notificationName: Notification.Name {
         switch kind {
         case .enqueued: return .depotOperationEnqueued

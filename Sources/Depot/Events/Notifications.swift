@@ -8,10 +8,20 @@ import Foundation
 //
 // | key                                  | value                  |
 // |--------------------------------------|------------------------|
-// | `NetworkEvent.UserInfoKey.event`     | the `NetworkEvent`     |
-// | `NetworkEvent.UserInfoKey.ticket`    | the `Ticket.ID`        |
-// | `NetworkEvent.UserInfoKey.operation` | the operation's name   |
+// | `NetworkEvent.UserInfoKey.event`     | the `NetworkEvent` (its `ticket`, `operation`, `time` and `kind`) |
 // | `NetworkEvent.UserInfoKey.error`     | the `DepotError` (`.depotOperationFailed` only) |
+//
+// One key per notification, not one per field: a `[AnyHashable: Any]` costs
+// an AnyHashable comparison for every key that lands in an occupied bucket,
+// and three posts per operation made those comparisons the controller's
+// largest cost at concurrency 8 (BENCHMARKS.md, "The controller's own cost").
+//
+// ```swift
+// center.addObserver(forName: .depotOperationFailed, object: controller, queue: nil) { note in
+//     guard let event = note.userInfo?[NetworkEvent.UserInfoKey.event] as? NetworkEvent else { return }
+//     print(event.operation, event.ticket, note.userInfo?[NetworkEvent.UserInfoKey.error] ?? "")
+// }
+// ```
 
 extension Notification.Name {
     /// An operation joined the queue.
@@ -48,23 +58,21 @@ extension Notification.Name {
 
 extension NetworkEvent {
     /// Keys of the userInfo dictionary of Depot's notifications.
+    ///
+    /// The event carries the ticket and the operation's name
+    /// (``NetworkEvent/ticket``, ``NetworkEvent/operation``).
     public enum UserInfoKey {
         /// The `NetworkEvent`.
         public static let event = "event"
-        /// The `Ticket.ID`.
-        public static let ticket = "ticket"
-        /// The operation's name, a `String`.
-        public static let operation = "operation"
         /// The `DepotError`, on failures only.
         public static let error = "error"
     }
 
     var userInfo: [AnyHashable: Any] {
-        var info: [AnyHashable: Any] = [
-            UserInfoKey.event: self,
-            UserInfoKey.ticket: ticket,
-            UserInfoKey.operation: operation,
-        ]
+        // Built by subscript, not from a literal: the literal's array of pairs
+        // was one more allocation per post.
+        var info = [AnyHashable: Any](minimumCapacity: 2)
+        info[UserInfoKey.event] = self
         if case .failed(let error) = kind { info[UserInfoKey.error] = error }
         return info
     }
