@@ -382,6 +382,8 @@ import Testing
             // what started, except the one delayable job allowed beside important work.
             let waiting = scheduler.queuedJobs.filter { !scheduler.paused.contains($0.category) }
             let delayableRunning = running.filter { (scheduler.priority(of: $0) ?? .normal) <= Scheduler.delayable }.count
+            // The kept count matches a scan (promotion, requeue and finish all move it).
+            #expect(scheduler.runningDelayableJobCount == delayableRunning)
             for job in startedNow {
                 let priority = scheduler.priority(of: job)!
                 #expect(!pausedModel.contains(scheduler.category(of: job)!))
@@ -411,8 +413,13 @@ import Testing
             case 4, 5:
                 if let job = running.randomElement(using: &random) {
                     running.remove(job)
-                    let outcome: Scheduler.Outcome = [.succeeded, .failed, .cancelled][Int(random.next() % 3)]
-                    check(scheduler.finish(job: job, outcome: outcome))
+                    if random.next() % 4 == 0 {
+                        // The transfer found no network: back to the queue (or cancelled if nobody waits).
+                        check(scheduler.requeue(job: job))
+                    } else {
+                        let outcome: Scheduler.Outcome = [.succeeded, .failed, .cancelled][Int(random.next() % 3)]
+                        check(scheduler.finish(job: job, outcome: outcome))
+                    }
                 }
             case 6:
                 check(scheduler.cancel(ID(rawValue: 1 + random.next() % next)))

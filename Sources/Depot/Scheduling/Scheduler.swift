@@ -71,11 +71,6 @@ struct Scheduler: Sendable {
         case waiting(job: ID)
     }
 
-    private enum JobState: Sendable {
-        case queued
-        case running
-    }
-
     private struct Job: Sendable {
         var priority: Priority
         var category: OperationCategory
@@ -86,15 +81,15 @@ struct Scheduler: Sendable {
         /// nearly always share them, so the usual job allocates no dictionary.
         let founding: (exitPolicy: ExitPolicy, category: OperationCategory)
         var overrides: [ID: (exitPolicy: ExitPolicy, category: OperationCategory)] = [:]
-        var state: JobState
+        // Whether it runs is `running.contains(id)`, not a field: setting a field
+        // through `jobs[id]?.state` costs a heap-allocated accessor frame per start.
 
-        init(priority: Priority, category: OperationCategory, key: String?, founder: Entry, state: JobState) {
+        init(priority: Priority, category: OperationCategory, key: String?, founder: Entry) {
             self.priority = priority
             self.category = category
             self.key = key
             self.waiters = [founder.id]
             self.founding = (founder.exitPolicy, founder.category)
-            self.state = state
         }
 
         /// A ticket's own exit policy and category (for `shutdown()` and `cancel(category:)`).
@@ -123,6 +118,9 @@ struct Scheduler: Sendable {
     private var byKey: [String: ID] = [:]
     private var dependents: [ID: [ID]] = [:]
     private(set) var running: Set<ID> = []
+    /// How many of `running` are at a delayable priority: kept with `running`
+    /// (`markRunning`, `markStopped`, promotion) so that the mix needs no scan.
+    private(set) var runningDelayableJobCount = 0
     /// Running jobs started by ``trickle(from:)``: they take no slot, so work
     /// that arrives while one trickles starts beside it instead of behind it.
     private(set) var trickling: Set<ID> = []
@@ -139,7 +137,7 @@ struct Scheduler: Sendable {
     // MARK: Queries
 
     /// Jobs waiting to start.
-    var queuedJobCount: Int { jobs.values.lazy.filter { $0.state == .queued }.count }
+    var queuedJobCount: Int { jobs.keys.lazy.filter { !running.contains($0) }.count }
     /// Jobs running.
     var runningJobCount: Int { running.count }
     /// Tickets not yet resolved.
@@ -167,7 +165,7 @@ struct Scheduler: Sendable {
 
     /// The jobs waiting to start, for inspection.
     var queuedJobs: [(id: ID, priority: Priority, category: OperationCategory)] {
-        jobs.filter { $0.value.state == .queued }.map { ($0.key, $0.value.priority, $0.value.category) }
+        jobs.filter { !running.contains($0.key) }.map { ($0.key, $0.value.priority, $0.value.category) }
     }
 
     /// Whether the ticket is known and unresolved.
@@ -192,8 +190,7 @@ struct Scheduler: Sendable {
     /// A running job ended.
     mutating func finish(job id: ID, outcome: Outcome) -> [Action] {
         guard let job = jobs.removeValue(forKey: id) else { return pump() }
-        running.remove(id)
-        trickling.remove(id)
+        markStopped(id, priority: job.priority)
         if let key = job.key, byKey[key] == id { byKey[key] = nil }
         var actions: [Action] = []
         actions.reserveCapacity(2)  // the resolve and, usually, the next start
@@ -259,12 +256,9 @@ struct Scheduler: Sendable {
     /// host alone refuses connections would be every probe's pick, and work for
     /// reachable hosts behind it would never run.
     mutating func requeue(job id: ID) -> [Action] {
-        guard var job = jobs[id], running.contains(id) else { return pump() }
+        guard let job = jobs[id], running.contains(id) else { return pump() }
         guard !job.waiters.isEmpty else { return finish(job: id, outcome: .cancelled) }
-        running.remove(id)
-        trickling.remove(id)
-        job.state = .queued
-        jobs[id] = job
+        markStopped(id, priority: job.priority)
         queues[job.priority.rawValue].append(id)
         return pump()
     }
@@ -282,8 +276,7 @@ struct Scheduler: Sendable {
                 return categories.contains(job.category)
             }) else { continue }
             let id = queues[index].remove(at: position)
-            jobs[id]?.state = .running
-            running.insert(id)
+            markRunning(id, priority: priority)
             trickling.insert(id)
             return [.start(job: id)]
         }
@@ -329,14 +322,13 @@ struct Scheduler: Sendable {
             job.remove(id)
             if job.waiters.isEmpty {
                 if let key = job.key, byKey[key] == jobID { byKey[key] = nil }
-                switch job.state {
-                case .queued:
-                    jobs[jobID] = nil
-                case .running:
+                if running.contains(jobID) {
                     // Keep it counted as running until its task really ends.
                     job.key = nil
                     jobs[jobID] = job
                     actions.append(.abort(job: jobID))
+                } else {
+                    jobs[jobID] = nil
                 }
             } else {
                 jobs[jobID] = job
@@ -378,13 +370,17 @@ struct Scheduler: Sendable {
             var actions: [Action] = [.coalesced(entry.id, into: jobID)]
             if entry.priority > job.priority {
                 actions.append(.promoted(job: jobID, from: job.priority, to: entry.priority))
+                let isRunning = running.contains(jobID)
+                if isRunning, job.priority <= Self.delayable, entry.priority > Self.delayable {
+                    runningDelayableJobCount -= 1
+                }
                 job.priority = entry.priority
-                if job.state == .queued { queues[entry.priority.rawValue].append(jobID) }
+                if !isRunning { queues[entry.priority.rawValue].append(jobID) }
             }
             jobs[jobID] = job
             return actions
         }
-        jobs[entry.id] = Job(priority: entry.priority, category: entry.category, key: entry.coalescingKey, founder: entry, state: .queued)
+        jobs[entry.id] = Job(priority: entry.priority, category: entry.category, key: entry.coalescingKey, founder: entry)
         tickets[entry.id] = .waiting(job: entry.id)
         if let key = entry.coalescingKey { byKey[key] = entry.id }
         queues[entry.priority.rawValue].append(entry.id)
@@ -397,13 +393,16 @@ struct Scheduler: Sendable {
 
     /// How many delayable jobs run now, and whether important work runs beside them.
     private var runningMix: (delayable: Int, important: Bool) {
-        var delayable = 0
-        var important = false
-        for id in running {
-            guard let priority = jobs[id]?.priority else { continue }
-            if priority <= Self.delayable { delayable += 1 } else { important = true }
-        }
-        return (delayable, important)
+        (runningDelayableJobCount, running.count > runningDelayableJobCount)
+    }
+
+    private mutating func markRunning(_ id: ID, priority: Priority) {
+        if running.insert(id).inserted, priority <= Self.delayable { runningDelayableJobCount += 1 }
+    }
+
+    private mutating func markStopped(_ id: ID, priority: Priority) {
+        if running.remove(id) != nil, priority <= Self.delayable { runningDelayableJobCount -= 1 }
+        trickling.remove(id)
     }
 
     /// How many more delayable jobs may start now. With a limit of 3 or more,
@@ -427,8 +426,8 @@ struct Scheduler: Sendable {
     private mutating func pump() -> [Action] {
         var actions: [Action] = []
         func start(_ id: ID) {
-            jobs[id]?.state = .running
-            running.insert(id)
+            guard let priority = jobs[id]?.priority else { return }
+            markRunning(id, priority: priority)
             actions.append(.start(job: id))
         }
         // A trickling job runs only because nothing else could: it holds no slot.
@@ -474,6 +473,6 @@ struct Scheduler: Sendable {
 
     private func isLive(_ id: ID, at priority: Priority) -> Bool {
         guard let job = jobs[id] else { return false }
-        return job.state == .queued && job.priority == priority
+        return !running.contains(id) && job.priority == priority
     }
 }
