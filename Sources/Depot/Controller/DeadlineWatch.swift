@@ -93,9 +93,9 @@ final class DeadlineWatch: Sendable {
         return key
     }
 
-    /// Bytes arrived: the idle deadline moves.
-    func touch(_ key: Key) {
-        key.touch(at: timebase.now())
+    /// Bytes arrived: the idle deadline moves (to `time` after `now`, if given).
+    func touch(_ key: Key, at time: Duration? = nil) {
+        key.touch(at: time ?? timebase.now())
     }
 
     /// Stops watching a transfer.

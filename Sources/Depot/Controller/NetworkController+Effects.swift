@@ -131,22 +131,22 @@ extension NetworkController {
     }
 
     private func launch(_ job: Ticket.ID, _ runner: @escaping JobRunner, _ running: RunningJob, immediately: Bool) {
-        let environment = JobEnvironment(
-            job: job,
-            onProgress: { [weak self] progress in self?.reportProgress(running, progress) },
-            cancel: { running.cancel() }
-        )
-        let work: @Sendable () async -> Void = { [weak self] in
-            let outcome = await runner(environment)
-            self?.jobEnded(job, outcome)
-        }
+        let environment = JobEnvironment(job: job, running: running, cancel: { running.cancel() })
+        // The body is written out twice rather than shared through a closure value:
+        // that closure would be one more allocation per job.
         let task: Task<Void, Never>
         if immediately, #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
             // `perform` callers are already in an async context: start the job on
             // this thread instead of waking another one (saves a thread hop per request).
-            task = Task.immediate { await work() }
+            task = Task.immediate { [weak self] in
+                let outcome = await runner(environment)
+                self?.jobEnded(job, outcome)
+            }
         } else {
-            task = Task { await work() }
+            task = Task { [weak self] in
+                let outcome = await runner(environment)
+                self?.jobEnded(job, outcome)
+            }
         }
         // The job's own lock, not the controller's: an abort that came first cancels it now.
         if !running.store(task) { task.cancel() }
@@ -189,7 +189,7 @@ extension NetworkController {
 
     /// A chunk arrived. Takes no controller lock: chunks are the most frequent
     /// thing that happens, on every running transfer at once.
-    private func reportProgress(_ running: RunningJob, _ progress: TransferProgress) {
+    func reportProgress(_ running: RunningJob, _ progress: TransferProgress) {
         let tickets = running.tickets
         // Progress is not posted as a notification: build events only for `events` subscribers.
         guard hub.hasSubscribers else {

@@ -12,11 +12,9 @@ extension NetworkController {
         environment: JobEnvironment
     ) async -> JobResult {
         let logger = configuration.logger
-        let logMetadata: () -> Logger.Metadata = { ["depot.ticket": "\(environment.job)", "depot.operation": "\(name)"] }
-
         var attempt = 1
         while true {
-            let outcome = await attemptTransfer(operation, name: name, request: request, url: url, attempt: attempt, environment: environment, logger: logger, logMetadata: logMetadata)
+            let outcome = await attemptTransfer(operation, name: name, request: request, url: url, attempt: attempt, environment: environment, logger: logger)
             switch outcome {
             case .response(let response, let sample):
                 // 4. Process.
@@ -69,9 +67,10 @@ extension NetworkController {
         url: URL,
         attempt: Int,
         environment: JobEnvironment,
-        logger: Logger,
-        logMetadata: () -> Logger.Metadata
+        logger: Logger
     ) async -> AttemptOutcome {
+        // A function, not a closure value: a closure would be allocated per job even when nothing logs.
+        func logMetadata() -> Logger.Metadata { ["depot.ticket": "\(environment.job)", "depot.operation": "\(name)"] }
         // 1. Build and adapt the request.
         var transportRequest = TransportRequest(url: url, method: request.method, headers: request.headers, timeout: operation.timeout.idle)
         if let body = request.body {
@@ -99,12 +98,12 @@ extension NetworkController {
         // 2. Transfer, counting the link's bytes while this body arrives.
         let meter = LinkMeter(controller: linkBytes, now: timebase.now)
         defer { meter.finish() }
-        let onProgress = environment.onProgress
+        let running = environment.running
         let transfer: TransferPipeline.Result
         do {
-            transfer = try await pipeline.run(transportRequest, timeout: operation.timeout, cancelOnTimeout: environment.cancel) { progress in
+            transfer = try await pipeline.run(transportRequest, timeout: operation.timeout, cancelOnTimeout: environment.cancel) { [weak self] progress in
                 meter.record(progress.received)
-                onProgress(progress)
+                self?.reportProgress(running, progress)
             }
         } catch {
             let failure = DepotError.wrap(error, operation: name, fallback: .transport)

@@ -37,7 +37,8 @@ public final class NetworkController: Sendable {
 
     struct JobEnvironment: Sendable {
         let job: Ticket.ID
-        let onProgress: @Sendable (TransferProgress) -> Void
+        /// The job's tickets (for progress) and task.
+        let running: RunningJob
         /// Cancels the job's own task (used when its transfer times out).
         let cancel: @Sendable () -> Void
     }
@@ -223,7 +224,7 @@ public final class NetworkController: Sendable {
     ) -> Ticket {
         let id = Ticket.ID(rawValue: Self.ticketCounter.wrappingAdd(1, ordering: .relaxed).newValue)
         let name = operation.name
-        let ticket = Ticket(id: id, operationName: name) { [weak self] id in self?.cancel(id) }
+        let ticket = Ticket(id: id, operationName: name, controller: self)
         let deliver = makeDeliver(ticket)
         let request = operation.request
         let now = timebase.now()

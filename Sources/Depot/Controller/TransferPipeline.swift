@@ -76,7 +76,7 @@ struct TransferPipeline: Sendable {
             let sent = timebase.now()
             let head = try await transport.send(request)
             let firstByte = timebase.now()
-            watch.touch(key)
+            watch.touch(key, at: firstByte)
 
             if let next = try redirectTarget(of: head, for: request) {
                 redirects += 1
@@ -97,12 +97,18 @@ struct TransferPipeline: Sendable {
                 throw DepotError(.tooLarge, status: head.status, detail: "Content-Length \(expected) over the limit of \(maximumBodySize) bytes")
             }
             var body = Data()
-            if let expected { body.reserveCapacity(Int(expected)) }
             for try await chunk in head.body {
                 if body.count + chunk.count > maximumBodySize {
                     throw DepotError(.tooLarge, status: head.status, detail: "more than the limit of \(maximumBodySize) bytes")
                 }
-                body.append(chunk)
+                if body.isEmpty {
+                    // The first chunk is kept as it is, so a body that arrives in one
+                    // chunk (most small responses) is neither allocated again nor copied.
+                    body = chunk
+                    if let expected, expected > Int64(chunk.count) { body.reserveCapacity(Int(expected)) }
+                } else {
+                    body.append(chunk)
+                }
                 watch.touch(key)
                 onProgress(TransferProgress(received: Int64(body.count), expected: expected))
             }
