@@ -213,7 +213,7 @@ extension NetworkController {
                 hub.emit(event)
                 // Progress is too frequent for NotificationCenter; it stays on `events` and `Ticket.progress`.
                 if case .progress = event.kind { continue }
-                configuration.notificationCenter?.post(name: event.notificationName, object: self, userInfo: event.userInfo)
+                configuration.notificationCenter?.post(name: event.notificationName, object: nil, userInfo: event.userInfo)
             case .deliver(let deliver, let result):
                 deliver(result)
             case .cancel(let task):
