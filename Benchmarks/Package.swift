@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 // Benchmarks live in their own package so the main test run never builds them.
 // Run: swift run -c release --package-path Benchmarks depot-bench transport
 import PackageDescription

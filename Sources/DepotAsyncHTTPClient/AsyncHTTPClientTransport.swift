@@ -163,7 +163,10 @@ private final class BodyReader: @unchecked Sendable {
         defer { reading.store(false, ordering: .releasing) }
         do {
             guard let buffer = try await iterator.next() else { return nil }
-            return Data(buffer: buffer, byteTransferStrategy: .noCopy)
+            // Copied up to 256 KB: the pipeline keeps a body that arrives in one
+            // chunk as that chunk, and a small body must not keep NIO's whole
+            // read buffer alive for as long as the response lives.
+            return Data(buffer: buffer, byteTransferStrategy: .automatic)
         } catch {
             throw AsyncHTTPClientTransport.map(error)
         }

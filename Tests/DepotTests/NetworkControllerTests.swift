@@ -477,14 +477,14 @@ import Testing
     @Test func eventsArePostedAsNotifications() async throws {
         try await withServer { server in
             let center = NotificationCenter()
-            let seen = Locked<[(name: Notification.Name, operation: String, error: DepotError.Code?, hasObject: Bool)]>([])
+            let seen = Locked<[(name: Notification.Name, operation: String, error: DepotError.Code?, hasObject: Bool, keys: Int)]>([])
             let names: [Notification.Name] = [.depotOperationEnqueued, .depotOperationStarted, .depotOperationFinished, .depotOperationFailed]
             let observers = names.map { name in
                 center.addObserver(forName: name, object: nil, queue: nil) { note in
                     let event = note.userInfo?[NetworkEvent.UserInfoKey.event] as? NetworkEvent
                     let error = note.userInfo?[NetworkEvent.UserInfoKey.error] as? DepotError
                     if let event, event.notificationName == note.name {
-                        seen.withLock { $0.append((note.name, event.operation, error?.code, note.object != nil)) }
+                        seen.withLock { $0.append((note.name, event.operation, error?.code, note.object != nil, note.userInfo?.count ?? 0)) }
                     }
                 }
             }
@@ -500,6 +500,7 @@ import Testing
             #expect(recorded.map(\.error) == [nil, nil, nil, nil, nil, .notFound])
             // Posted without an object (Events/Notifications.swift says why).
             #expect(recorded.allSatisfy { !$0.hasObject })
+            #expect(recorded.map(\.keys) == [1, 1, 1, 1, 1, 2])
         }
     }
 

@@ -113,10 +113,12 @@ import Testing
         _ = scheduler.enqueue(entry(1, .low, category: .images))
         _ = scheduler.enqueue(entry(2, .low, category: .images))
         #expect(starts(scheduler.trickle(from: [.images])) == [1])
+        #expect(scheduler.runningDelayableJobCount == 1)
         #expect(starts(scheduler.trickle(from: [.images])).isEmpty, "one at a time")
         #expect(starts(scheduler.enqueue(entry(3, .veryHigh))) == [3])
         #expect(starts(scheduler.enqueue(entry(4, .normal))).isEmpty, "the post took the one slot")
         #expect(starts(scheduler.finish(job: id(1), outcome: .succeeded)).isEmpty, "the trickle's end frees no slot")
+        #expect(scheduler.runningDelayableJobCount == 0)
         #expect(starts(scheduler.finish(job: id(3), outcome: .succeeded)) == [4])
         #expect(starts(scheduler.finish(job: id(4), outcome: .succeeded)).isEmpty)
         #expect(starts(scheduler.trickle(from: [.images])) == [2])
@@ -282,6 +284,22 @@ import Testing
         #expect(scheduler.enqueue(entry(4, .high, key: "avatar")) == [.coalesced(id(4), into: id(2)), .promoted(job: id(2), from: .low, to: .high)])
         #expect(scheduler.priority(of: id(2)) == .high)
         #expect(starts(scheduler.setLimit(10)) == [2, 1, 3])
+    }
+
+    /// A running image promoted by an urgent joiner is important work now:
+    /// it no longer counts among the delayable jobs.
+    @Test func aRunningJobPromotedAboveDelayableCountsAsImportant() {
+        var scheduler = Scheduler(limit: 3)
+        #expect(starts(scheduler.enqueue(entry(1, .low, key: "avatar"))) == [1])
+        #expect(scheduler.runningDelayableJobCount == 1)
+        #expect(scheduler.enqueue(entry(2, .high, key: "avatar")) == [.coalesced(id(2), into: id(1)), .promoted(job: id(1), from: .low, to: .high)])
+        #expect(scheduler.runningDelayableJobCount == 0)
+        // Beside important work, one delayable job runs, and only one.
+        #expect(starts(scheduler.enqueue(entry(3, .low))) == [3])
+        #expect(starts(scheduler.enqueue(entry(4, .low))).isEmpty)
+        #expect(scheduler.runningDelayableJobCount == 1)
+        #expect(starts(scheduler.finish(job: id(1), outcome: .succeeded)) == [4])
+        #expect(scheduler.runningDelayableJobCount == 2)
     }
 
     @Test func lessUrgentJoinerDoesNotDemote() {

@@ -268,4 +268,32 @@ import Testing
         #expect(error?.code == .timedOut)
         #expect(error?.detail?.contains("in total") == true)
     }
+
+    /// A body that arrives in one chunk is kept as that chunk, except when the
+    /// chunk is a slice: a response body's indices start at 0.
+    @Test func aSlicedSingleChunkStillGivesABodyIndexedFromZero() async throws {
+        let whole = Data("--sliced".utf8)
+        let transport = ScriptedTransport { _ in
+            TransportResponse(status: 200, headers: ["Content-Length": "6"], body: ResponseBody(data: whole[2...]))
+        }
+        let result = try await pipeline(transport).run(TransportRequest(url: URL(string: "http://example.test/")!), timeout: .default) { _ in }
+        #expect(result.response.body.startIndex == 0)
+        #expect(result.response.body.first == UInt8(ascii: "s"))
+        #expect(result.response.text == "sliced")
+    }
+
+    /// The default clock is read directly, but only when it IS the continuous
+    /// clock: another clock that shares its instant type keeps its own time.
+    @Test func aClockSharingTheContinuousInstantKeepsItsOwnTime() {
+        struct FrozenClock: Clock {
+            let frozen = ContinuousClock.now
+            var now: ContinuousClock.Instant { frozen }
+            var minimumResolution: Duration { .zero }
+            func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {}
+        }
+        let timebase = Timebase(FrozenClock())
+        // Read through the continuous clock, this would have moved on.
+        #expect(timebase.now() == .zero)
+        #expect(timebase.now() == .zero)
+    }
 }

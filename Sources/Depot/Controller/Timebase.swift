@@ -6,9 +6,10 @@ struct Timebase: Sendable {
 
     init<C: Clock>(_ clock: C) where C.Duration == Duration {
         let origin = clock.now
-        if let origin = origin as? ContinuousClock.Instant {
+        if C.self == ContinuousClock.self, let origin = origin as? ContinuousClock.Instant {
             // The default clock, read about ten times per operation: read it
-            // directly, not through the generic `Clock` witnesses.
+            // directly, not through the generic `Clock` witnesses. (The clock's
+            // type, not its instant's: another clock may use the same instant.)
             now = { origin.duration(to: .now) }
         } else {
             now = { origin.duration(to: clock.now) }

@@ -101,12 +101,14 @@ struct TransferPipeline: Sendable {
                 if body.count + chunk.count > maximumBodySize {
                     throw DepotError(.tooLarge, status: head.status, detail: "more than the limit of \(maximumBodySize) bytes")
                 }
-                if body.isEmpty {
+                if body.isEmpty, chunk.startIndex == 0 {
                     // The first chunk is kept as it is, so a body that arrives in one
                     // chunk (most small responses) is neither allocated again nor copied.
+                    // (Not a slice: a body's indices start at 0, as they always have.)
                     body = chunk
                     if let expected, expected > Int64(chunk.count) { body.reserveCapacity(Int(expected)) }
                 } else {
+                    if body.isEmpty, let expected { body.reserveCapacity(Int(expected)) }
                     body.append(chunk)
                 }
                 watch.touch(key)
