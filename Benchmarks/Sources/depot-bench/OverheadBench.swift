@@ -25,22 +25,36 @@ enum OverheadBench {
     static func run(operations: Int) async throws {
         try await run(operations: operations, transport: InstantTransport(), label: "controller only")
         try await run(operations: operations, transport: SuspendingTransport(), label: "controller, suspending transport")
-        if let only = ProcessInfo.processInfo.environment["DEPOT_BENCH_ONLY"], only != "suspending transport alone" { return }
+        try await runAlone(operations: operations, label: "suspending transport alone", inTaskOfItsOwn: false)
+        try await runAlone(operations: operations, label: "suspending transport alone, in a task of its own", inTaskOfItsOwn: true)
+    }
+
+    /// The suspending transport without the controller; `inTaskOfItsOwn` runs each
+    /// transfer in a task whose value the caller awaits, the shape of a Depot job.
+    static func runAlone(operations: Int, label: String, inTaskOfItsOwn: Bool) async throws {
+        if let only = ProcessInfo.processInfo.environment["DEPOT_BENCH_ONLY"], only != label { return }
         for concurrency in [1, 8] where ProcessInfo.processInfo.environment["DEPOT_BENCH_C"].map({ Int($0) == concurrency }) ?? true {
             let transport = SuspendingTransport()
-            let cpuBefore = TransportBench.cpuSeconds(children: false)
-            let switchesBefore = TransportBench.contextSwitches()
-            let start = ContinuousClock.now
-            try await TransportBench.fanOut(operations, concurrency) { index in
+            let transfer: @Sendable (Int) async throws -> Void = { index in
                 let head = try await transport.send(TransportRequest(url: URL(string: "http://127.0.0.1:1/items/\(index)")!))
                 var bytes = 0
                 for try await chunk in head.body { bytes += chunk.count }
                 precondition(bytes == 1024)
             }
+            let cpuBefore = TransportBench.cpuSeconds(children: false)
+            let switchesBefore = TransportBench.contextSwitches()
+            let start = ContinuousClock.now
+            try await TransportBench.fanOut(operations, concurrency) { index in
+                if inTaskOfItsOwn {
+                    try await Task { try await transfer(index) }.value
+                } else {
+                    try await transfer(index)
+                }
+            }
             let wall = (ContinuousClock.now - start).seconds
             let cpu = TransportBench.cpuSeconds(children: false) - cpuBefore
             let switches = Double(TransportBench.contextSwitches() - switchesBefore) / Double(operations)
-            print(String(format: "suspending transport alone, c=%d: %.1f µs wall and %.1f µs CPU per operation, %.2f context switches (%d operations)", concurrency, wall / Double(operations) * 1e6, cpu / Double(operations) * 1e6, switches, operations))
+            print(String(format: "\(label), c=%d: %.1f µs wall and %.1f µs CPU per operation, %.2f context switches (%d operations)", concurrency, wall / Double(operations) * 1e6, cpu / Double(operations) * 1e6, switches, operations))
         }
     }
 
