@@ -178,7 +178,8 @@ public final class NetworkController: Sendable {
         _ operation: Operation,
         after dependencies: [Ticket] = []
     ) async throws(DepotError) -> Operation.Output {
-        let holder = Locked<Ticket?>(nil)
+        // The ticket exists before the handler, so the handler needs no lock to find it.
+        let ticket = makeTicket(for: operation)
         let result = await withTaskCancellationHandler {
             // An unsafe continuation (the checked one costs an allocation per call) is
             // sound because `deliver` below runs exactly once:
@@ -191,18 +192,17 @@ public final class NetworkController: Sendable {
             //   invariant test), and shutdown cancels what is left.
             // `completionRunsOnMainActorAsynchronouslyExactlyOnce` checks the result.
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Swift.Result<any Sendable, DepotError>, Never>) in
-                let ticket = submit(operation, after: dependencies, startsImmediately: true) { _ in
+                submit(operation, ticket: ticket, after: dependencies, startsImmediately: true) { _ in
                     { continuation.resume(returning: $0) }
                 }
-                holder.withLock { $0 = ticket }
+                // A cancellation that came before the ticket was queued found nothing to cancel.
                 if Task.isCancelled { ticket.cancel() }
             }
         } onCancel: {
             // Not inline: cancelling runs effects (notifications, logs) that must not
-            // run inside the runtime's cancellation handler.
-            if let ticket = holder.withLock({ $0 }) {
-                Task { ticket.cancel() }
-            }
+            // run inside the runtime's cancellation handler. Cancelling a ticket that is
+            // not queued yet, or twice, does nothing.
+            Task { ticket.cancel() }
         }
         return try Self.typed(result, as: Operation.Output.self, operation: operation.name).get()
     }
@@ -216,15 +216,22 @@ public final class NetworkController: Sendable {
 
     /// - Parameter startsImmediately: Start this ticket's job on the calling thread
     ///   if it can start at once (`perform`: the caller is about to suspend anyway).
+    private func makeTicket<Operation: NetworkOperation>(for operation: Operation) -> Ticket {
+        let id = Ticket.ID(rawValue: Self.ticketCounter.wrappingAdd(1, ordering: .relaxed).newValue)
+        return Ticket(id: id, operationName: operation.name, controller: self)
+    }
+
+    @discardableResult
     private func submit<Operation: NetworkOperation>(
         _ operation: Operation,
+        ticket: Ticket? = nil,
         after dependencies: [Ticket],
         startsImmediately: Bool = false,
         deliver makeDeliver: (Ticket) -> @Sendable (Swift.Result<any Sendable, DepotError>) -> Void
     ) -> Ticket {
-        let id = Ticket.ID(rawValue: Self.ticketCounter.wrappingAdd(1, ordering: .relaxed).newValue)
-        let name = operation.name
-        let ticket = Ticket(id: id, operationName: name, controller: self)
+        let ticket = ticket ?? makeTicket(for: operation)
+        let id = ticket.id
+        let name = ticket.operationName
         let deliver = makeDeliver(ticket)
         let request = operation.request
         let now = timebase.now()

@@ -129,6 +129,10 @@ struct Scheduler: Sendable {
     private(set) var isShuttingDown = false
     /// Tickets being cancelled together by `cancelMany`.
     private var cancelling: Set<ID> = []
+    /// The actions of the event being handled. Each event starts it afresh
+    /// (`begin`) and returns it; once the caller has dropped the returned
+    /// array, the next event reuses its storage instead of allocating.
+    private var out: [Action] = []
 
     init(limit: Int) {
         self.limit = max(0, limit)
@@ -182,34 +186,36 @@ struct Scheduler: Sendable {
             for dependency in pending { dependents[dependency, default: []].append(entry.id) }
             return []
         }
-        let admitted = admit(entry)
-        let started = pump()
-        return admitted.isEmpty ? started : admitted + started
+        begin()
+        admit(entry)
+        pump()
+        return out
     }
 
     /// A running job ended.
     mutating func finish(job id: ID, outcome: Outcome) -> [Action] {
-        guard let job = jobs.removeValue(forKey: id) else { return pump() }
-        markStopped(id, priority: job.priority)
-        if let key = job.key, byKey[key] == id { byKey[key] = nil }
-        var actions: [Action] = []
-        actions.reserveCapacity(2)  // the resolve and, usually, the next start
-        if !job.waiters.isEmpty {
-            actions.append(.resolve(job: id, tickets: job.waiters, outcome))
+        begin()
+        if let job = jobs.removeValue(forKey: id) {
+            markStopped(id, priority: job.priority)
+            if let key = job.key, byKey[key] == id { byKey[key] = nil }
+            if !job.waiters.isEmpty {
+                out.append(.resolve(job: id, tickets: job.waiters, outcome))
+            }
+            for ticket in job.waiters {
+                tickets[ticket] = nil
+                settle(ticket, outcome: outcome)
+            }
         }
-        for ticket in job.waiters {
-            tickets[ticket] = nil
-            actions += settle(ticket, outcome: outcome)
-        }
-        actions += pump()
-        return actions
+        pump()
+        return out
     }
 
     /// One caller gives up. The job goes on while other tickets wait for it.
     mutating func cancel(_ ticket: ID) -> [Action] {
-        var actions = cancelTicket(ticket)
-        actions += pump()
-        return actions
+        begin()
+        cancelTicket(ticket)
+        pump()
+        return out
     }
 
     /// Cancels every ticket in `category`, queued, blocked or running.
@@ -239,13 +245,17 @@ struct Scheduler: Sendable {
         paused.remove(category)
         // A job that trickled out of this category now runs as any other: it holds its slot.
         trickling = trickling.filter { jobs[$0]?.category != category }
-        return pump()
+        begin()
+        pump()
+        return out
     }
 
     /// Changes how many jobs may run at once. Lowering it stops nothing that runs.
     mutating func setLimit(_ newLimit: Int) -> [Action] {
         limit = max(0, newLimit)
-        return pump()
+        begin()
+        pump()
+        return out
     }
 
     /// Puts a running job back at the tail of its priority's queue, its tickets
@@ -256,11 +266,14 @@ struct Scheduler: Sendable {
     /// host alone refuses connections would be every probe's pick, and work for
     /// reachable hosts behind it would never run.
     mutating func requeue(job id: ID) -> [Action] {
-        guard let job = jobs[id], running.contains(id) else { return pump() }
-        guard !job.waiters.isEmpty else { return finish(job: id, outcome: .cancelled) }
-        markStopped(id, priority: job.priority)
-        queues[job.priority.rawValue].append(id)
-        return pump()
+        if let job = jobs[id], running.contains(id) {
+            guard !job.waiters.isEmpty else { return finish(job: id, outcome: .cancelled) }
+            markStopped(id, priority: job.priority)
+            queues[job.priority.rawValue].append(id)
+        }
+        begin()
+        pump()
+        return out
     }
 
     /// Starts the oldest, most urgent queued job of `categories` even though they
@@ -278,7 +291,9 @@ struct Scheduler: Sendable {
             let id = queues[index].remove(at: position)
             markRunning(id, priority: priority)
             trickling.insert(id)
-            return [.start(job: id)]
+            begin()
+            out.append(.start(job: id))
+            return out
         }
         return []
     }
@@ -299,21 +314,26 @@ struct Scheduler: Sendable {
 
     // MARK: Internals
 
+    /// Starts the actions of a new event.
+    private mutating func begin() {
+        out.removeAll(keepingCapacity: true)
+    }
+
     private mutating func cancelMany(_ victims: [ID]) -> [Action] {
-        var actions: [Action] = []
+        begin()
         // Victims that depend on other victims are cancelled too, not failed as dependents.
         cancelling = Set(victims)
         defer { cancelling = [] }
         for id in victims.sorted() where tickets[id] != nil {
-            actions += cancelTicket(id)
+            cancelTicket(id)
         }
-        actions += pump()
-        return actions
+        pump()
+        return out
     }
 
-    private mutating func cancelTicket(_ id: ID) -> [Action] {
-        guard let state = tickets.removeValue(forKey: id) else { return [] }
-        var actions: [Action] = [.cancelled(id)]
+    private mutating func cancelTicket(_ id: ID) {
+        guard let state = tickets.removeValue(forKey: id) else { return }
+        out.append(.cancelled(id))
         switch state {
         case .blocked(_, let remaining):
             for dependency in remaining { dependents[dependency]?.removeAll { $0 == id } }
@@ -326,7 +346,7 @@ struct Scheduler: Sendable {
                     // Keep it counted as running until its task really ends.
                     job.key = nil
                     jobs[jobID] = job
-                    actions.append(.abort(job: jobID))
+                    out.append(.abort(job: jobID))
                 } else {
                     jobs[jobID] = nil
                 }
@@ -334,42 +354,39 @@ struct Scheduler: Sendable {
                 jobs[jobID] = job
             }
         }
-        actions += settle(id, outcome: .cancelled)
-        return actions
+        settle(id, outcome: .cancelled)
     }
 
     /// A ticket resolved: release or fail the tickets that depend on it.
-    private mutating func settle(_ id: ID, outcome: Outcome) -> [Action] {
-        guard let waiting = dependents.removeValue(forKey: id) else { return [] }
-        var actions: [Action] = []
+    private mutating func settle(_ id: ID, outcome: Outcome) {
+        guard let waiting = dependents.removeValue(forKey: id) else { return }
         for dependent in waiting where !cancelling.contains(dependent) {
             guard case .blocked(let entry, var remaining) = tickets[dependent] else { continue }
             if outcome == .succeeded {
                 remaining.remove(id)
                 if remaining.isEmpty {
                     tickets[dependent] = nil
-                    actions += admit(entry)
+                    admit(entry)
                 } else {
                     tickets[dependent] = .blocked(entry, remaining: remaining)
                 }
             } else {
                 tickets[dependent] = nil
                 for other in remaining where other != id { dependents[other]?.removeAll { $0 == dependent } }
-                actions.append(.dependencyFailed(dependent, cause: id))
-                actions += settle(dependent, outcome: .failed)
+                out.append(.dependencyFailed(dependent, cause: id))
+                settle(dependent, outcome: .failed)
             }
         }
-        return actions
     }
 
     /// A ready ticket joins a matching job or makes a new queued one.
-    private mutating func admit(_ entry: Entry) -> [Action] {
+    private mutating func admit(_ entry: Entry) {
         if let key = entry.coalescingKey, let jobID = byKey[key], var job = jobs[jobID] {
             job.add(entry)
             tickets[entry.id] = .waiting(job: jobID)
-            var actions: [Action] = [.coalesced(entry.id, into: jobID)]
+            out.append(.coalesced(entry.id, into: jobID))
             if entry.priority > job.priority {
-                actions.append(.promoted(job: jobID, from: job.priority, to: entry.priority))
+                out.append(.promoted(job: jobID, from: job.priority, to: entry.priority))
                 let isRunning = running.contains(jobID)
                 if isRunning, job.priority <= Self.delayable, entry.priority > Self.delayable {
                     runningDelayableJobCount -= 1
@@ -378,13 +395,12 @@ struct Scheduler: Sendable {
                 if !isRunning { queues[entry.priority.rawValue].append(jobID) }
             }
             jobs[jobID] = job
-            return actions
+            return
         }
         jobs[entry.id] = Job(priority: entry.priority, category: entry.category, key: entry.coalescingKey, founder: entry)
         tickets[entry.id] = .waiting(job: entry.id)
         if let key = entry.coalescingKey { byKey[key] = entry.id }
         queues[entry.priority.rawValue].append(entry.id)
-        return []
     }
 
     /// Work at this priority or below is "delayable", as browsers call images
@@ -423,12 +439,11 @@ struct Scheduler: Sendable {
     /// while more important work waits. Small important requests often wait on
     /// round trips and leave the link idle; one image keeps it busy without
     /// taking more than one slot.
-    private mutating func pump() -> [Action] {
-        var actions: [Action] = []
+    private mutating func pump() {
         func start(_ id: ID) {
             guard let priority = jobs[id]?.priority else { return }
             markRunning(id, priority: priority)
-            actions.append(.start(job: id))
+            out.append(.start(job: id))
         }
         // A trickling job runs only because nothing else could: it holds no slot.
         var occupied: Int { running.count - trickling.count }
@@ -442,7 +457,6 @@ struct Scheduler: Sendable {
                 start(next)
             }
         }
-        return actions
     }
 
     private mutating func popNext(delayableAllowed: Bool, onlyDelayable: Bool = false) -> ID? {
