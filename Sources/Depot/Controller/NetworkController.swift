@@ -214,13 +214,15 @@ public final class NetworkController: Sendable {
         }
     }
 
-    /// - Parameter startsImmediately: Start this ticket's job on the calling thread
-    ///   if it can start at once (`perform`: the caller is about to suspend anyway).
     private func makeTicket<Operation: NetworkOperation>(for operation: Operation) -> Ticket {
         let id = Ticket.ID(rawValue: Self.ticketCounter.wrappingAdd(1, ordering: .relaxed).newValue)
         return Ticket(id: id, operationName: operation.name, controller: self)
     }
 
+    /// - Parameters:
+    ///   - ticket: The ticket to queue; a new one if `nil`.
+    ///   - startsImmediately: Start this ticket's job on the calling thread
+    ///     if it can start at once (`perform`: the caller is about to suspend anyway).
     @discardableResult
     private func submit<Operation: NetworkOperation>(
         _ operation: Operation,
