@@ -1,15 +1,46 @@
 import Foundation
 import Synchronization
 
-/// The controller's view of the network: the monitor, the policies that act on
-/// it, and the probe state while offline. Kept in the controller's state, under
-/// its lock; every change returns effects like the scheduler's actions do.
-struct ConditionsState: Sendable {
+/// What the controller measures about the network and what is fed by every
+/// attempt: the monitor, the concurrency policy, the retry budget and the
+/// retry jitter. Under a lock of its own (``NetworkController/measurements``),
+/// so that feeding an attempt's sample does not take the controller's lock.
+///
+/// **Lock order:** the controller's lock may take this one inside it; never
+/// the other way round.
+struct Measurements: Sendable {
     var monitor: ConnectionMonitor
     var policy: ConcurrencyPolicy
-    var rules: QualityRules
     var budget: RetryBudget
     var random: SplitMix64
+    /// Quality changes the monitor made that the controller has not applied
+    /// yet, in the monitor's order (``NetworkController/applyMeasurements(in:at:)``).
+    var pendingChanges: [ConnectionMonitor.Action] = []
+    /// The policy's limit when the controller last applied the measurements.
+    var appliedPolicyLimit: Int
+
+    init(configuration: NetworkController.Configuration) {
+        monitor = ConnectionMonitor(configuration: configuration.monitor)
+        policy = configuration.concurrencyPolicy
+        budget = configuration.retryBudget
+        random = SplitMix64(seed: configuration.jitterSeed)
+        appliedPolicyLimit = policy.limit
+    }
+
+    /// Whether the controller has something to apply.
+    var hasChanges: Bool { !pendingChanges.isEmpty || policy.limit != appliedPolicyLimit }
+}
+
+/// The controller's view of the network as it acts on it: the quality and the
+/// policy's limit it last applied, the rules, and the probe state while
+/// offline. Kept in the controller's state, under its lock; every change
+/// returns effects like the scheduler's actions do.
+struct ConditionsState: Sendable {
+    /// The quality the controller acts on: the monitor's, once applied.
+    var quality: ConnectionQuality
+    /// The concurrency policy's limit, once applied.
+    var policyLimit: Int
+    var rules: QualityRules
     /// Categories paused by the app, and by quality rules: kept apart so that a
     /// recovering network does not resume what the app paused.
     var userPaused: Set<OperationCategory> = []
@@ -22,20 +53,18 @@ struct ConditionsState: Sendable {
     /// Jobs sleeping between attempts (a retry's backoff).
     var backingOff = 0
 
-    init(configuration: NetworkController.Configuration) {
-        monitor = ConnectionMonitor(configuration: configuration.monitor)
-        policy = configuration.concurrencyPolicy
+    init(configuration: NetworkController.Configuration, measurements: Measurements) {
+        quality = measurements.monitor.quality
+        policyLimit = measurements.policy.limit
         rules = configuration.qualityRules
-        budget = configuration.retryBudget
-        random = SplitMix64(seed: configuration.jitterSeed)
     }
 
-    var isOffline: Bool { monitor.quality == .offline }
+    var isOffline: Bool { quality == .offline }
 
     /// The limit the scheduler should have now.
     var effectiveLimit: Int {
         if isOffline { return probing ? 1 : 0 }
-        return policy.limit
+        return policyLimit
     }
 }
 
@@ -67,13 +96,13 @@ extension NetworkController {
 
     /// The connection quality as measured so far.
     public var quality: ConnectionQuality {
-        state.withLock { $0.conditions.monitor.quality }
+        measurements.withLock { $0.monitor.quality }
     }
 
     /// The current estimates behind ``quality``.
     public var connectionEstimate: ConnectionEstimate {
         state.withLock { state in
-            let monitor = state.conditions.monitor
+            let monitor = measurements.withLock { $0.monitor }
             return ConnectionEstimate(quality: monitor.quality, bandwidth: monitor.bandwidth, rtt: monitor.rtt, concurrencyLimit: state.scheduler.limit, pausedCategories: state.scheduler.paused)
         }
     }
@@ -98,20 +127,36 @@ extension NetworkController {
         }
         guard let event else { return }
         let now = timebase.now()
-        let effects = state.withLock { state -> [Effect] in
-            if accepted { state.conditions.budget.recordSuccess(at: now) }
-            let actions = state.conditions.monitor.handle(event, at: now)
-            return conditionsChanged(actions, in: &state, at: now)
+        let changed = measurements.withLock { measurements -> Bool in
+            if accepted { measurements.budget.recordSuccess(at: now) }
+            measurements.pendingChanges += measurements.monitor.handle(event, at: now)
+            // The policy sees every event (an adaptive one reacts to RTT, not only to quality).
+            _ = measurements.policy.update(from: measurements.monitor, at: now)
+            return measurements.hasChanges
         }
+        // Usually nothing changed, and the controller's lock is not needed. Two
+        // attempts that both changed something both apply; the second finds the
+        // first's changes taken already.
+        guard changed else { return }
+        let effects = state.withLock { state in applyMeasurements(in: &state, at: now) }
         perform(effects)
     }
 
-    /// Applies the monitor's actions: the quality event, the rules, the limit,
-    /// and the probe loop when the network is gone.
-    func conditionsChanged(_ actions: [ConnectionMonitor.Action], in state: inout State, at now: Duration) -> [Effect] {
+    /// Applies what the measurements changed since the last time, in order: each
+    /// quality change (its event, the rules, the probe loop when the network is
+    /// gone), then the limit.
+    func applyMeasurements(in state: inout State, at now: Duration) -> [Effect] {
+        let (actions, policyLimit) = measurements.withLock { measurements in
+            defer {
+                measurements.pendingChanges.removeAll()
+                measurements.appliedPolicyLimit = measurements.policy.limit
+            }
+            return (measurements.pendingChanges, measurements.policy.limit)
+        }
         var effects: [Effect] = []
         for action in actions {
             guard case .qualityChanged(let old, let new) = action else { continue }
+            state.conditions.quality = new
             effects.append(.emit(controllerEvent(.qualityChanged(from: old, to: new), at: now)))
             configuration.trace?.quality(new, at: now)
             if new == .offline {
@@ -149,8 +194,7 @@ extension NetworkController {
                 apply(state.scheduler.cancel(ticket), in: &state, at: now, into: &effects)
             }
         }
-        // The policy sees every event (an adaptive one reacts to RTT, not only to quality).
-        _ = state.conditions.policy.update(from: state.conditions.monitor, at: now)
+        state.conditions.policyLimit = policyLimit
         effects += applyEffectiveLimit(in: &state, at: now)
         return effects
     }
@@ -223,8 +267,10 @@ extension NetworkController {
         let now = timebase.now()
         return state.withLock { state in
             guard !state.isShutDown else { return .doNotRetry(.notRetryable) }
-            let decision = policy.decision(for: error, headers: headers, method: method, attempt: attempt, now: date, using: &state.conditions.random)
-            return state.conditions.budget.gate(decision, at: now)
+            return measurements.withLock { measurements in
+                let decision = policy.decision(for: error, headers: headers, method: method, attempt: attempt, now: date, using: &measurements.random)
+                return measurements.budget.gate(decision, at: now)
+            }
         }
     }
 

@@ -53,7 +53,12 @@ extension NetworkController {
         set {
             let now = timebase.now()
             let effects = state.withLock { state in
-                state.conditions.policy = .fixed(newValue)
+                let policyLimit = measurements.withLock { measurements in
+                    measurements.policy = .fixed(newValue)
+                    measurements.appliedPolicyLimit = measurements.policy.limit
+                    return measurements.policy.limit
+                }
+                state.conditions.policyLimit = policyLimit
                 return applyEffectiveLimit(in: &state, at: now)
             }
             perform(effects)

@@ -31,6 +31,9 @@ public final class NetworkController: Sendable {
     let hub: EventHub
     let pipeline: TransferPipeline
     let state: Mutex<State>
+    /// The monitor, policy and retry budget (see ``Measurements``: taken inside
+    /// `state`'s lock, never around it).
+    let measurements: Mutex<Measurements>
 
     /// Made once per job, at enqueue, around the concrete operation type.
     typealias JobRunner = @Sendable (JobEnvironment) async -> JobResult
@@ -110,8 +113,10 @@ public final class NetworkController: Sendable {
             redirectLimit: configuration.redirectLimit,
             watch: DeadlineWatch(timebase: timebase)
         )
-        let conditions = ConditionsState(configuration: configuration)
-        configuration.trace?.quality(conditions.monitor.quality, at: .zero)
+        let measurements = Measurements(configuration: configuration)
+        let conditions = ConditionsState(configuration: configuration, measurements: measurements)
+        configuration.trace?.quality(conditions.quality, at: .zero)
+        self.measurements = Mutex(measurements)
         self.state = Mutex(State(scheduler: Scheduler(limit: conditions.effectiveLimit), conditions: conditions))
     }
 
@@ -280,7 +285,7 @@ public final class NetworkController: Sendable {
             state.records[id] = record
             effects.append(.emit(event(id, name, .enqueued(priority: entry.priority, category: entry.category), at: now)))
             configuration.trace?.enqueued(id, name: name, priority: entry.priority, category: entry.category, at: now)
-            let quality = state.conditions.monitor.quality
+            let quality = state.conditions.quality
             if isDroppable {
                 // Work that a bad network would drop is not even queued on one.
                 if state.conditions.rules.drops(entry.priority, at: quality) {
