@@ -67,7 +67,9 @@ public struct ConcurrencyPolicy: Sendable {
 
     /// A limit computed by `limit` from the quality.
     ///
-    /// - Parameter limit: Returns how many transfers may run at a quality.
+    /// - Parameter limit: Returns how many transfers may run at a quality. It
+    ///   runs under the controller's measurements lock: it must not call the
+    ///   controller.
     public static func custom(_ limit: @escaping @Sendable (ConnectionQuality) -> Int) -> ConcurrencyPolicy {
         ConcurrencyPolicy(base: .map { max(0, limit($0)) })
     }

@@ -14,8 +14,9 @@ struct Measurements: Sendable {
     var budget: RetryBudget
     var random: SplitMix64
     /// Quality changes the monitor made that the controller has not applied
-    /// yet, in the monitor's order (``NetworkController/applyMeasurements(in:at:)``).
-    var pendingChanges: [ConnectionMonitor.Action] = []
+    /// yet, in the monitor's order, each with its time
+    /// (``NetworkController/applyMeasurements(in:at:)``).
+    var pendingChanges: [(change: ConnectionMonitor.Action, at: Duration)] = []
     /// The policy's limit when the controller last applied the measurements.
     var appliedPolicyLimit: Int
 
@@ -94,16 +95,18 @@ struct SplitMix64: RandomNumberGenerator, Sendable {
 extension NetworkController {
     // MARK: - Public view of the network
 
-    /// The connection quality as measured so far.
+    /// The connection quality as measured so far: the one the controller acts
+    /// on, which the `qualityChanged` events follow.
     public var quality: ConnectionQuality {
-        measurements.withLock { $0.monitor.quality }
+        state.withLock { $0.conditions.quality }
     }
 
     /// The current estimates behind ``quality``.
     public var connectionEstimate: ConnectionEstimate {
         state.withLock { state in
             let monitor = measurements.withLock { $0.monitor }
-            return ConnectionEstimate(quality: monitor.quality, bandwidth: monitor.bandwidth, rtt: monitor.rtt, concurrencyLimit: state.scheduler.limit, pausedCategories: state.scheduler.paused)
+            // The applied quality, so that it agrees with the limit and the paused categories.
+            return ConnectionEstimate(quality: state.conditions.quality, bandwidth: monitor.bandwidth, rtt: monitor.rtt, concurrencyLimit: state.scheduler.limit, pausedCategories: state.scheduler.paused)
         }
     }
 
@@ -129,14 +132,15 @@ extension NetworkController {
         let now = timebase.now()
         let changed = measurements.withLock { measurements -> Bool in
             if accepted { measurements.budget.recordSuccess(at: now) }
-            measurements.pendingChanges += measurements.monitor.handle(event, at: now)
+            measurements.pendingChanges += measurements.monitor.handle(event, at: now).map { ($0, now) }
             // The policy sees every event (an adaptive one reacts to RTT, not only to quality).
             _ = measurements.policy.update(from: measurements.monitor, at: now)
             return measurements.hasChanges
         }
         // Usually nothing changed, and the controller's lock is not needed. Two
         // attempts that both changed something both apply; the second finds the
-        // first's changes taken already.
+        // first's changes taken already. (Only here: other holders of the
+        // controller's lock act on the quality last applied.)
         guard changed else { return }
         let effects = state.withLock { state in applyMeasurements(in: &state, at: now) }
         perform(effects)
@@ -144,9 +148,9 @@ extension NetworkController {
 
     /// Applies what the measurements changed since the last time, in order: each
     /// quality change (its event, the rules, the probe loop when the network is
-    /// gone), then the limit.
+    /// gone) at the time the monitor made it, then the limit.
     func applyMeasurements(in state: inout State, at now: Duration) -> [Effect] {
-        let (actions, policyLimit) = measurements.withLock { measurements in
+        let (pending, policyLimit) = measurements.withLock { measurements in
             defer {
                 measurements.pendingChanges.removeAll()
                 measurements.appliedPolicyLimit = measurements.policy.limit
@@ -154,8 +158,10 @@ extension NetworkController {
             return (measurements.pendingChanges, measurements.policy.limit)
         }
         var effects: [Effect] = []
-        for action in actions {
-            guard case .qualityChanged(let old, let new) = action else { continue }
+        var latest = now
+        for (change, now) in pending {
+            guard case .qualityChanged(let old, let new) = change else { continue }
+            latest = max(latest, now)
             state.conditions.quality = new
             effects.append(.emit(controllerEvent(.qualityChanged(from: old, to: new), at: now)))
             configuration.trace?.quality(new, at: now)
@@ -195,7 +201,7 @@ extension NetworkController {
             }
         }
         state.conditions.policyLimit = policyLimit
-        effects += applyEffectiveLimit(in: &state, at: now)
+        effects += applyEffectiveLimit(in: &state, at: latest)
         return effects
     }
 
