@@ -58,6 +58,7 @@ public final class AsyncHTTPClientTransport: Transport {
     public func send(_ request: Depot.TransportRequest) async throws -> TransportResponse {
         var outgoing = HTTPClientRequest(url: request.url.absoluteString)
         outgoing.method = NIOHTTP1.HTTPMethod(rawValue: request.method.rawValue)
+        outgoing.headers.reserveCapacity(request.headers.count)
         for field in request.headers {
             outgoing.headers.add(name: field.name, value: field.value)
         }
@@ -71,6 +72,7 @@ public final class AsyncHTTPClientTransport: Transport {
             throw Self.map(error)
         }
         var headers = Depot.HTTPHeaders()
+        headers.reserveCapacity(response.headers.count)
         for (name, value) in response.headers {
             headers.add(name: name, value: value)
         }

@@ -153,6 +153,20 @@ import Testing
         #expect(pulled.value == 11)  // one chunk past the limit, then it stops
     }
 
+    @Test func aCancelledPulledBodyPullsNoFurtherChunk() async throws {
+        let pulled = Locked(0)
+        let body = ResponseBody(unfolding: {
+            pulled.withLock { $0 += 1 }
+            return Data([1])
+        })
+        var iterator = body.makeAsyncIterator()
+        #expect(try await iterator.next() == Data([1]))
+        body.cancel()
+        #expect(try await iterator.next() == nil)
+        #expect(try await iterator.next() == nil)
+        #expect(pulled.value == 1)
+    }
+
     @Test func detectsATruncatedBody() async throws {
         let transport = ScriptedTransport { _ in
             TransportResponse(status: 200, headers: ["Content-Length": "100"], body: ResponseBody(data: Data(count: 10)))

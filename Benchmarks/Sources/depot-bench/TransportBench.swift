@@ -17,6 +17,10 @@ enum TransportBench {
         var cpu: Double
         var requests: Int
         var switches: Int = 0
+        /// Against the raw client, round by round (each round's runs are minutes
+        /// apart at most, so a slow spell of the machine falls on both): the
+        /// per-round changes in throughput and in CPU per request, in percent.
+        var paired: (throughput: [Double], cpu: [Double]) = ([], [])
 
         var requestsPerSecond: Double { Double(requests) / wall }
         var cpuPerThousand: Double { cpu / Double(requests) * 1000 }
@@ -61,7 +65,13 @@ enum TransportBench {
             }
             for (name, _) in chosen {
                 let sorted = runs[name, default: []].sorted { $0.wall < $1.wall }
-                let median = sorted[sorted.count / 2]
+                var median = sorted[sorted.count / 2]
+                if let rawName = rawName(for: name), rawName != name, let raw = runs[rawName] {
+                    for (run, base) in zip(runs[name, default: []], raw) {
+                        median.paired.throughput.append((run.requestsPerSecond / base.requestsPerSecond - 1) * 100)
+                        median.paired.cpu.append((run.cpuPerThousand / base.cpuPerThousand - 1) * 100)
+                    }
+                }
                 rows.append(median)
                 report(median)
             }
@@ -79,21 +89,38 @@ enum TransportBench {
         print(String(format: "%-52@ c=%d  %8.0f req/s  %.3f CPU-s/1000  %.1f context switches/request", row.name as NSString, row.concurrency, row.requestsPerSecond, row.cpuPerThousand, Double(row.switches) / Double(row.requests)))
     }
 
+    /// The raw client a row is compared with.
+    static func rawName(for name: String) -> String? {
+        name.contains("URLSession") ? "URLSession raw" : name.contains("AsyncHTTPClient") ? "AsyncHTTPClient raw" : nil
+    }
+
+    /// The median and the quartiles of `values`, as "m (q1 to q3)".
+    static func spread(_ values: [Double]) -> String {
+        let sorted = values.sorted()
+        func quantile(_ q: Double) -> Double {
+            let position = q * Double(sorted.count - 1)
+            let lower = Int(position.rounded(.down)), upper = Int(position.rounded(.up))
+            return sorted[lower] + (sorted[upper] - sorted[lower]) * (position - Double(lower))
+        }
+        return String(format: "%+.1f%% (%+.1f to %+.1f)", quantile(0.5), quantile(0.25), quantile(0.75))
+    }
+
     static func table(_ rows: [Row]) -> String {
         var lines = [
-            "| client | concurrency | requests/s | client CPU-s per 1,000 | context switches per request | vs raw transport (throughput / CPU) |",
-            "|---|---:|---:|---:|---:|---:|",
+            "| client | concurrency | requests/s | client CPU-s per 1,000 | context switches per request | vs raw transport (throughput / CPU) | paired by round: throughput | paired by round: CPU |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for row in rows {
             var versus = "–"
-            let rawName = row.name.contains("URLSession") ? "URLSession raw" : row.name.contains("AsyncHTTPClient") ? "AsyncHTTPClient raw" : nil
-            if let rawName, row.name != rawName, let raw = rows.first(where: { $0.name == rawName && $0.concurrency == row.concurrency }) {
+            if let rawName = rawName(for: row.name), row.name != rawName, let raw = rows.first(where: { $0.name == rawName && $0.concurrency == row.concurrency }) {
                 let throughput = (row.requestsPerSecond / raw.requestsPerSecond - 1) * 100
                 let cpu = (row.cpuPerThousand / raw.cpuPerThousand - 1) * 100
                 versus = String(format: "%+.1f%% / %+.1f%%", throughput, cpu)
             }
+            let pairedThroughput = row.paired.throughput.isEmpty ? "–" : spread(row.paired.throughput)
+            let pairedCPU = row.paired.cpu.isEmpty ? "–" : spread(row.paired.cpu)
             let switches = row.name.hasPrefix("curl") ? "–" : String(format: "%.1f", Double(row.switches) / Double(row.requests))
-            lines.append(String(format: "| %@ | %d | %.0f | %.3f | %@ | %@ |", row.name as NSString, row.concurrency, row.requestsPerSecond, row.cpuPerThousand, switches as NSString, versus as NSString))
+            lines.append(String(format: "| %@ | %d | %.0f | %.3f | %@ | %@ | %@ | %@ |", row.name as NSString, row.concurrency, row.requestsPerSecond, row.cpuPerThousand, switches as NSString, versus as NSString, pairedThroughput as NSString, pairedCPU as NSString))
         }
         return lines.joined(separator: "\n")
     }

@@ -77,6 +77,11 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     /// The number of fields.
     public var count: Int { fields.count }
 
+    /// Makes room for `minimumCapacity` fields, so that adding that many allocates once.
+    public mutating func reserveCapacity(_ minimumCapacity: Int) {
+        fields.reserveCapacity(minimumCapacity)
+    }
+
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 
     /// Header names whose values are secrets: never logged, dropped on cross-origin redirects.

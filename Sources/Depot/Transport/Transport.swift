@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Moves one HTTP exchange over some medium: URLSession, AsyncHTTPClient, files,
 /// or a simulated link.
@@ -128,9 +129,10 @@ public struct ResponseBody: AsyncSequence, Sendable {
     /// A body pulled chunk by chunk: `next` is called when the consumer wants more,
     /// and returns `nil` at the end. Only one iterator may pull at a time.
     public init(unfolding next: @escaping @Sendable () async throws -> Data?) {
-        let cancelled = Locked(false)
-        self.source = .pull { cancelled.value ? nil : try await next() }
-        self.stopper = Stopper { cancelled.value = true }
+        // The stopper is the flag: one object, not a flag, a stopper and their closures.
+        let stopper = Stopper()
+        self.source = .pull { stopper.isStopped ? nil : try await next() }
+        self.stopper = stopper
     }
 
     /// An empty body.
@@ -189,16 +191,24 @@ public struct ResponseBody: AsyncSequence, Sendable {
 
     /// Runs its action once: on `stop()` or when the last holder lets go.
     final class Stopper: Sendable {
-        private let action = Locked<(@Sendable () -> Void)?>(nil)
-
-        init(_ action: @escaping @Sendable () -> Void) {
-            self.action.value = action
+        private struct State {
+            var action: (@Sendable () -> Void)?
+            var isStopped = false
         }
 
+        private let state: Mutex<State>
+
+        init(_ action: (@Sendable () -> Void)? = nil) {
+            state = Mutex(State(action: action))
+        }
+
+        /// Whether `stop()` ran (or the last holder let go).
+        var isStopped: Bool { state.withLock { $0.isStopped } }
+
         func stop() {
-            let run = action.withLock { action in
-                defer { action = nil }
-                return action
+            let run = state.withLock { state in
+                defer { state.action = nil; state.isStopped = true }
+                return state.action
             }
             run?()
         }

@@ -126,8 +126,10 @@ private final class Exchange: Sendable {
 
     func received(_ response: URLResponse) {
         let http = response as? HTTPURLResponse
+        let fields = http?.allHeaderFields ?? [:]
         var headers = HTTPHeaders()
-        for (name, value) in http?.allHeaderFields ?? [:] {
+        headers.reserveCapacity(fields.count)
+        for (name, value) in fields {
             headers.add(name: "\(name)", value: "\(value)")
         }
         let task = self.task
