@@ -45,6 +45,7 @@ enum TransportBench {
             let scenarios: [(String, (Int) async throws -> Void)] = [
                 ("URLSession raw", try urlSessionRaw(base: base, concurrency: concurrency)),
                 ("Depot + URLSessionTransport", depot(base: base, transport: URLSessionTransport(), concurrency: concurrency)),
+                ("URLSessionTransport alone", transportAlone(base: base, transport: URLSessionTransport(), concurrency: concurrency)),
                 ("AsyncHTTPClient raw", try ahcRaw(base: base, concurrency: concurrency)),
                 ("Depot + AsyncHTTPClientTransport", depot(base: base, transport: AsyncHTTPClientTransport(), concurrency: concurrency)),
                 ("Depot + AsyncHTTPClientTransport, no notifications", depot(base: base, transport: AsyncHTTPClientTransport(), concurrency: concurrency, notifications: false)),

@@ -130,7 +130,9 @@ private final class Exchange: Sendable {
         var headers = HTTPHeaders()
         headers.reserveCapacity(fields.count)
         for (name, value) in fields {
-            headers.add(name: "\(name)", value: "\(value)")
+            // A cast, not interpolation: describing an AnyHashable goes through
+            // several dynamic casts, for every header of every response.
+            headers.add(name: name.base as? String ?? "\(name)", value: value as? String ?? "\(value)")
         }
         let task = self.task
         let (body, continuation) = ResponseBody.makeStream {
