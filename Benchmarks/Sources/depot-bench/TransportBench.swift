@@ -35,6 +35,7 @@ enum TransportBench {
     }
 
     static func run(requests: Int, repeats: Int) async throws {
+        let stealBefore = HostCPU.read()
         let server = try ServerProcess.start()
         defer { server.stop() }
         let base = URL(string: "http://127.0.0.1:\(server.port)")!
@@ -84,6 +85,12 @@ enum TransportBench {
             report(median)
         }
         print("\n" + table(rows))
+        if let before = stealBefore, let after = HostCPU.read(), after.total > before.total {
+            // Time the hypervisor gave to other guests while this VM wanted the CPU.
+            // Above a few percent, runs of the same code differ by more than 10%.
+            let share = Double(after.steal - before.steal) / Double(after.total - before.total) * 100
+            print(String(format: "\nsteal during the run: %.0f%% of this VM's CPU time (/proc/stat)", share))
+        }
     }
 
     static func report(_ row: Row) {
@@ -309,5 +316,21 @@ struct ServerProcess {
     func stop() {
         process.terminate()
         process.waitUntilExit()
+    }
+}
+
+/// The machine's CPU time so far, from the first line of /proc/stat (Linux), in clock ticks.
+struct HostCPU {
+    var total: Int
+    var steal: Int
+
+    static func read() -> HostCPU? {
+        guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+              let line = text.split(separator: "\n").first, line.hasPrefix("cpu ")
+        else { return nil }
+        // user nice system idle iowait irq softirq steal (guest time is already in user).
+        let fields = line.split(separator: " ").dropFirst().prefix(8).compactMap { Int($0) }
+        guard fields.count == 8 else { return nil }
+        return HostCPU(total: fields.reduce(0, +), steal: fields[7])
     }
 }
