@@ -167,6 +167,19 @@ import Testing
         #expect(pulled.value == 1)
     }
 
+    @Test func aPulledBodyThatFailedEnds() async throws {
+        let pulled = Locked(0)
+        let body = ResponseBody(unfolding: {
+            let count = pulled.withLock { $0 += 1; return $0 }
+            if count == 1 { throw DepotError(.connectionLost) }
+            return Data([1])
+        })
+        var iterator = body.makeAsyncIterator()
+        await #expect(throws: DepotError.self) { _ = try await iterator.next() }
+        #expect(try await iterator.next() == nil)
+        #expect(pulled.value == 1)
+    }
+
     @Test func detectsATruncatedBody() async throws {
         let transport = ScriptedTransport { _ in
             TransportResponse(status: 200, headers: ["Content-Length": "100"], body: ResponseBody(data: Data(count: 10)))

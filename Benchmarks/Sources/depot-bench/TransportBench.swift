@@ -17,9 +17,9 @@ enum TransportBench {
         var cpu: Double
         var requests: Int
         var switches: Int = 0
-        /// Against the raw client, round by round (each round's runs are minutes
-        /// apart at most, so a slow spell of the machine falls on both): the
-        /// per-round changes in throughput and in CPU per request, in percent.
+        /// Against the raw client, round by round (a round's runs are seconds to
+        /// tens of seconds apart, so a slow spell of the machine falls on both):
+        /// the per-round changes in throughput and in CPU per request, in percent.
         var paired: (throughput: [Double], cpu: [Double]) = ([], [])
 
         var requestsPerSecond: Double { Double(requests) / wall }
@@ -86,8 +86,8 @@ enum TransportBench {
         }
         print("\n" + table(rows))
         if let before = stealBefore, let after = HostCPU.read(), after.total > before.total {
-            // Time the hypervisor gave to other guests while this VM wanted the CPU.
-            // Above a few percent, runs of the same code differ by more than 10%.
+            // Time the hypervisor gave to other guests while this VM wanted the CPU
+            // (at 34-35% on 2026-11-22, raw AsyncHTTPClient ran at a third of its speed).
             let share = Double(after.steal - before.steal) / Double(after.total - before.total) * 100
             print(String(format: "\nsteal during the run: %.0f%% of this VM's CPU time (/proc/stat)", share))
         }

@@ -77,7 +77,8 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     /// The number of fields.
     public var count: Int { fields.count }
 
-    /// Makes room for `minimumCapacity` fields, so that adding that many allocates once.
+    /// Reserves storage for at least `minimumCapacity` fields in all, so that adding
+    /// fields up to that count does not reallocate.
     public mutating func reserveCapacity(_ minimumCapacity: Int) {
         fields.reserveCapacity(minimumCapacity)
     }

@@ -129,7 +129,7 @@ public struct ResponseBody: AsyncSequence, Sendable {
     /// A body pulled chunk by chunk: `next` is called when the consumer wants more,
     /// and returns `nil` at the end. Only one iterator may pull at a time.
     public init(unfolding next: @escaping @Sendable () async throws -> Data?) {
-        // The stopper is the flag: one object, not a flag, a stopper and their closures.
+        // The stopper is the flag: no separate locked flag, nor a closure to set it.
         let stopper = Stopper()
         self.source = .pull { stopper.isStopped ? nil : try await next() }
         self.stopper = stopper
@@ -176,7 +176,15 @@ public struct ResponseBody: AsyncSequence, Sendable {
             case .pull(let next):
                 guard let next else { return nil }
                 try Task.checkCancellation()
-                guard let chunk = try await next() else {
+                let chunk: Data?
+                do {
+                    chunk = try await next()
+                } catch {
+                    // A failed body ends: the next call returns nil instead of pulling again.
+                    base = .pull(nil)
+                    throw error
+                }
+                guard let chunk else {
                     base = .pull(nil)
                     return nil
                 }
