@@ -24,7 +24,9 @@ case "nerdfeed":
     try await NerdfeedBench.run(binaries: arguments.count > 1 ? arguments[1] : ".build/release", repeats: arguments.count > 2 ? Int(arguments[2]) ?? 3 : 3)
 case "overhead":
     try await OverheadBench.run(operations: arguments.count > 1 ? Int(arguments[1]) ?? 100_000 : 100_000)
+case "allocations":
+    try await AllocationBench.run(operations: arguments.count > 1 ? Int(arguments[1]) ?? 10_000 : 10_000)
 default:
-    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | ingest [items] [repeats] | changesets [rows] [repeats] | conditions [trace folder] | nerdfeed [release bin folder] [repeats] | serve]")
+    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | allocations [operations] | ingest [items] [repeats] | changesets [rows] [repeats] | conditions [trace folder] | nerdfeed [release bin folder] [repeats] | serve]")
     exit(2)
 }

@@ -1,0 +1,102 @@
+import AsyncHTTPClient
+import Depot
+import DepotAsyncHTTPClient
+import Foundation
+import MallocInterposerSwift
+
+/// Allocations per operation: a count that, unlike time on a shared VM, does
+/// not depend on what the machine's neighbours do. Counted by the
+/// malloc-interposer library, which this binary loads with `LD_PRELOAD` by
+/// starting itself again.
+enum AllocationBench {
+    static let library = "libMallocInterposerSwift.so"
+
+    static func run(operations: Int) async throws {
+        guard isPreloaded else { return try relaunchWithInterposer() }
+        print("allocations per operation (malloc calls in this process, all threads), \(operations) operations after a warm-up\n")
+
+        for notifications in [true, false] {
+            var configuration = NetworkController.Configuration(
+                baseURL: URL(string: "http://127.0.0.1:1")!,
+                transport: OverheadBench.InstantTransport(),
+                concurrencyLimit: 1
+            )
+            if !notifications { configuration.notificationCenter = nil }
+            let controller = NetworkController(configuration: configuration)
+            let count = try await count(operations) { index in
+                _ = try await controller.perform(TransportBench.GetItem(id: index))
+            }
+            report(notifications ? "controller only (in memory)" : "controller only (in memory), no notifications", count)
+        }
+
+        let server = try ServerProcess.start()
+        defer { server.stop() }
+        let base = URL(string: "http://127.0.0.1:\(server.port)")!
+        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: AsyncHTTPClientTransport.defaultConfiguration)
+        let raw = try await count(operations) { index in
+            let response = try await client.execute(HTTPClientRequest(url: base.absoluteString + "/items/\(index)"), deadline: .distantFuture)
+            let bytes = try await response.body.collect(upTo: 1 << 20).readableBytes
+            precondition(bytes > 1000)
+        }
+        report("AsyncHTTPClient raw (loopback)", raw)
+        try await client.shutdown()
+        let transport = AsyncHTTPClientTransport()
+        let alone = try await count(operations) { index in
+            let head = try await transport.send(TransportRequest(url: base.appending(path: "items/\(index)")))
+            var bytes = 0
+            for try await chunk in head.body { bytes += chunk.count }
+            precondition(bytes > 1000)
+        }
+        report("AsyncHTTPClientTransport alone (loopback)", alone, versus: raw)
+        for notifications in [true, false] {
+            var configuration = NetworkController.Configuration(baseURL: base, transport: AsyncHTTPClientTransport(), concurrencyLimit: 1)
+            if !notifications { configuration.notificationCenter = nil }
+            let controller = NetworkController(configuration: configuration)
+            let depot = try await count(operations) { index in
+                let bytes = try await controller.perform(TransportBench.GetItem(id: index))
+                precondition(bytes > 1000)
+            }
+            report(notifications ? "Depot + AsyncHTTPClientTransport (loopback)" : "Depot + AsyncHTTPClientTransport, no notifications (loopback)", depot, versus: raw)
+            _ = await controller.shutdown(grace: .seconds(1))
+        }
+        await transport.shutdown()
+    }
+
+    /// Runs `body` for a warm-up, then counts the allocations of `operations` sequential runs.
+    static func count(_ operations: Int, _ body: (Int) async throws -> Void) async throws -> Double {
+        for index in 0..<min(1000, operations) { try await body(index) }
+        MallocInterposerSwift.reset()
+        MallocInterposerSwift.hook()
+        for index in 0..<operations { try await body(index) }
+        MallocInterposerSwift.unhook()
+        return Double(MallocInterposerSwift.getStatistics().mallocCount) / Double(operations)
+    }
+
+    static func report(_ label: String, _ count: Double, versus raw: Double? = nil) {
+        let added = raw.map { String(format: "  (%+.1f over raw)", count - $0) } ?? ""
+        print(label.padding(toLength: 62, withPad: " ", startingAt: 0) + String(format: "%6.1f", count) + added)
+    }
+
+    static var isPreloaded: Bool {
+        ProcessInfo.processInfo.environment["LD_PRELOAD"]?.contains(library) ?? false
+    }
+
+    /// Starts this binary again with the interposer preloaded, and exits with its status.
+    static func relaunchWithInterposer() throws {
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let interposer = executable.deletingLastPathComponent().appendingPathComponent(library)
+        guard FileManager.default.fileExists(atPath: interposer.path) else {
+            print("allocations: \(interposer.path) not found (build the Benchmarks package first; Linux only)")
+            exit(2)
+        }
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = Array(CommandLine.arguments.dropFirst())
+        var environment = ProcessInfo.processInfo.environment
+        environment["LD_PRELOAD"] = [environment["LD_PRELOAD"], interposer.path].compactMap { $0 }.joined(separator: ":")
+        process.environment = environment
+        try process.run()
+        process.waitUntilExit()
+        exit(process.terminationStatus)
+    }
+}
