@@ -117,7 +117,9 @@ public final class Ticket: Hashable, Sendable, CustomStringConvertible {
 /// not the controller's.
 final class RunningJob: Sendable {
     private struct State {
-        var tickets: [Ticket] = []
+        /// Most jobs have one ticket, which needs no array (one allocation per job).
+        var first: Ticket?
+        var others: [Ticket] = []
         var task: Task<Void, Never>?
         var cancelled = false
         var ended = false
@@ -126,10 +128,34 @@ final class RunningJob: Sendable {
     private let state = Mutex(State())
 
     func add(_ ticket: Ticket) {
-        state.withLock { $0.tickets.append(ticket) }
+        state.withLock { state in
+            if state.first == nil { state.first = ticket } else { state.others.append(ticket) }
+        }
     }
 
-    var tickets: [Ticket] { state.withLock { $0.tickets } }
+    /// The job's tickets, in the order they were added.
+    var tickets: Tickets { state.withLock { Tickets(first: $0.first, others: $0.others) } }
+
+    /// The tickets of a job, read without building an array.
+    struct Tickets: Sequence {
+        let first: Ticket?
+        let others: [Ticket]
+
+        func makeIterator() -> Iterator { Iterator(first: first, others: others.makeIterator()) }
+
+        struct Iterator: IteratorProtocol {
+            var first: Ticket?
+            var others: IndexingIterator<[Ticket]>
+
+            mutating func next() -> Ticket? {
+                if let ticket = first {
+                    first = nil
+                    return ticket
+                }
+                return others.next()
+            }
+        }
+    }
 
     /// Keeps the job's task for cancelling. Returns `false` when the job was
     /// cancelled before its task existed: the caller cancels the task.
