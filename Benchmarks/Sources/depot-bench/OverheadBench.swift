@@ -22,7 +22,27 @@ enum OverheadBench {
         }
     }
 
+    /// With `DEPOT_BENCH_COLD=1`, every operation starts after its thread read
+    /// 4 MB (twice this machine's per-core L2): Depot's code and data then come
+    /// from L3, as they do when event loops, the kernel and the server run
+    /// between two requests.
+    enum ColdCaches {
+        static let isOn = ProcessInfo.processInfo.environment["DEPOT_BENCH_COLD"] == "1"
+        static let size = 4 << 20
+        static let buffer = [UInt8](repeating: 1, count: size)
+
+        /// Reads one byte of every 64-byte cache line.
+        static func evictIfOn() {
+            guard isOn else { return }
+            let sum = buffer.withUnsafeBufferPointer { bytes in
+                stride(from: 0, to: size, by: 64).reduce(UInt64(0)) { $0 &+ UInt64(bytes[$1]) }
+            }
+            BusyWork.sink.store(sum, ordering: .relaxed)
+        }
+    }
+
     static func run(operations: Int) async throws {
+        if ColdCaches.isOn { print("cold caches: every operation first reads \(ColdCaches.size >> 20) MB") }
         try await run(operations: operations, transport: InstantTransport(), label: "controller only")
         try await run(operations: operations, transport: SuspendingTransport(), label: "controller, suspending transport")
         try await runAlone(operations: operations, label: "suspending transport alone", inTaskOfItsOwn: false)
@@ -45,6 +65,7 @@ enum OverheadBench {
             let switchesBefore = TransportBench.contextSwitches()
             let start = ContinuousClock.now
             try await TransportBench.fanOut(operations, concurrency) { index in
+                ColdCaches.evictIfOn()
                 if inTaskOfItsOwn {
                     try await Task { try await transfer(index) }.value
                 } else {
@@ -73,6 +94,7 @@ enum OverheadBench {
             let switchesBefore = TransportBench.contextSwitches()
             let start = ContinuousClock.now
             try await TransportBench.fanOut(operations, concurrency) { index in
+                ColdCaches.evictIfOn()
                 _ = try await controller.perform(TransportBench.GetItem(id: index))
             }
             let switches = Double(TransportBench.contextSwitches() - switchesBefore) / Double(operations)

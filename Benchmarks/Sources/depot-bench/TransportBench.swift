@@ -3,6 +3,7 @@ import Depot
 import DepotAsyncHTTPClient
 import Foundation
 import NIOCore
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -39,7 +40,11 @@ enum TransportBench {
         let server = try ServerProcess.start()
         defer { server.stop() }
         let base = URL(string: "http://127.0.0.1:\(server.port)")!
-        print("server pid \(server.pid) on \(base), \(requests) requests per run, median of \(repeats) runs\n")
+        print("server pid \(server.pid) on \(base), \(requests) requests per run, median of \(repeats) runs")
+        _ = BusyWork.perMicrosecond  // calibrates
+        let check = BusyWork.threadCPUMicroseconds()
+        for _ in 0..<1000 { BusyWork.run(microseconds: 10) }
+        print(String(format: "busy work: %.0f iterations per µs of thread CPU; \"10 µs of work\" measures %.1f µs\n", BusyWork.perMicrosecond, (BusyWork.threadCPUMicroseconds() - check) / 1000))
 
         var rows: [Row] = []
         for concurrency in [1, 8] where ProcessInfo.processInfo.environment["DEPOT_BENCH_C"].map({ Int($0) == concurrency }) ?? true {
@@ -53,6 +58,8 @@ enum TransportBench {
                 ("AsyncHTTPClientTransport alone", transportAlone(base: base, transport: AsyncHTTPClientTransport(), concurrency: concurrency)),
                 ("AsyncHTTPClient raw + task hop", try ahcRaw(base: base, concurrency: concurrency, hop: .globalTask)),
                 ("AsyncHTTPClient raw + loop task hop", try ahcRaw(base: base, concurrency: concurrency, hop: .eventLoopTask)),
+                ("AsyncHTTPClient raw + 10 µs of work", try ahcRaw(base: base, concurrency: concurrency, work: 10)),
+                ("AsyncHTTPClient raw + 30 µs of work", try ahcRaw(base: base, concurrency: concurrency, work: 30)),
             ]
             let only = ProcessInfo.processInfo.environment["DEPOT_BENCH_ONLY"]
             let chosen = scenarios.filter { only == nil || only!.split(separator: "|").contains(Substring($0.0)) }
@@ -217,7 +224,11 @@ enum TransportBench {
 
     /// `hop` adds the shape of Depot's job: the request runs in a task of its
     /// own and the caller waits for its value (one more wake-up per request).
-    static func ahcRaw(base: URL, concurrency: Int, hop: Hop = .none) throws -> (Int) async throws -> Void {
+    /// `work` adds that many microseconds of pure computation (this thread's CPU,
+    /// see ``BusyWork``), half before the request and half after: the price of
+    /// any client-side work per request on the network, event loops included
+    /// (BENCHMARKS.md, "What 10% allows").
+    static func ahcRaw(base: URL, concurrency: Int, hop: Hop = .none, work: Double = 0) throws -> (Int) async throws -> Void {
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: AsyncHTTPClientTransport.defaultConfiguration)
         let executors = (0..<concurrency).map { _ in LoopExecutor(HTTPClient.defaultEventLoopGroup.next()) }
         @Sendable func get(_ index: Int) async throws -> Int {
@@ -226,6 +237,8 @@ enum TransportBench {
         }
         return { count in
             try await fanOut(count, concurrency) { index in
+                if work > 0 { BusyWork.run(microseconds: work / 2) }
+                defer { if work > 0 { BusyWork.run(microseconds: work / 2) } }
                 let bytes: Int
                 switch hop {
                 case .none: bytes = try await get(index)
@@ -283,6 +296,49 @@ extension Duration {
     var seconds: Double {
         let (s, atto) = components
         return Double(s) + Double(atto) / 1e18
+    }
+}
+
+/// A fixed amount of computation, calibrated once against this thread's CPU
+/// clock: the same number of instructions whatever the neighbours do (unlike
+/// a spin on the wall clock, which a preempted thread ends early).
+enum BusyWork {
+    /// Iterations of ``spin(_:)`` per microsecond of thread CPU.
+    static let perMicrosecond: Double = {
+        // A count the optimizer cannot treat as a constant.
+        let iterations = ProcessInfo.processInfo.processIdentifier > 0 ? 2_000_000 : 1
+        var best = Double.infinity
+        for _ in 0..<7 {
+            let before = threadCPUMicroseconds()
+            spin(iterations)
+            best = min(best, threadCPUMicroseconds() - before)
+        }
+        return Double(iterations) / best
+    }()
+
+    /// Where results go, so the loop cannot be removed.
+    static let sink = Atomic<UInt64>(0)
+
+    static func run(microseconds: Double) {
+        spin(Int(perMicrosecond * microseconds))
+    }
+
+    /// A xorshift sequence: no closed form for the optimizer to find.
+    @inline(never)
+    static func spin(_ iterations: Int) {
+        var x: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(iterations)
+        for _ in 0..<iterations {
+            x ^= x << 13
+            x ^= x >> 7
+            x ^= x << 17
+        }
+        sink.store(x, ordering: .relaxed)
+    }
+
+    static func threadCPUMicroseconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) * 1e6 + Double(time.tv_nsec) / 1e3
     }
 }
 
