@@ -1,5 +1,6 @@
 import Depot
 import Foundation
+import Synchronization
 
 /// The controller's own cost per operation, with a transport that answers at
 /// once from memory: no sockets, so only Depot's work is measured.
@@ -23,9 +24,9 @@ enum OverheadBench {
     }
 
     /// With `DEPOT_BENCH_COLD=1`, every operation starts after its thread read
-    /// 4 MB (twice this machine's per-core L2): Depot's code and data then come
-    /// from L3, as they do when event loops, the kernel and the server run
-    /// between two requests.
+    /// 4 MB (four times the per-core L2 of the VM it was written on): Depot's
+    /// code and data then come from L3. Meant to approximate the network, where
+    /// event loops, the kernel and the server run between two requests.
     enum ColdCaches {
         static let isOn = ProcessInfo.processInfo.environment["DEPOT_BENCH_COLD"] == "1"
         static let size = 4 << 20
@@ -42,7 +43,10 @@ enum OverheadBench {
     }
 
     static func run(operations: Int) async throws {
-        if ColdCaches.isOn { print("cold caches: every operation first reads \(ColdCaches.size >> 20) MB") }
+        if ColdCaches.isOn {
+            _ = ColdCaches.buffer.count  // made (and its pages faulted in) before any timing
+            print("cold caches: every operation first reads \(ColdCaches.size >> 20) MB")
+        }
         try await run(operations: operations, transport: InstantTransport(), label: "controller only")
         try await run(operations: operations, transport: SuspendingTransport(), label: "controller, suspending transport")
         try await runAlone(operations: operations, label: "suspending transport alone", inTaskOfItsOwn: false)
