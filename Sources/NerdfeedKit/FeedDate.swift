@@ -185,8 +185,17 @@ enum FeedDate {
               (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second) else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
-        return Date(timeIntervalSince1970: Double(seconds) + fraction)
+        let instant = Double(seconds) + fraction
+        // In UTC too the year must have four digits: an offset can carry a date
+        // into year 10000 or year 0, which SQLite's date text (and so the cache)
+        // cannot hold.
+        guard (earliest...latest).contains(instant) else { return nil }
+        return Date(timeIntervalSince1970: instant)
     }
+
+    /// 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z, in seconds since 1970.
+    private static let earliest = Double(daysFromCivil(year: 1, month: 1, day: 1) * 86_400)
+    private static let latest = Double(daysFromCivil(year: 9999, month: 12, day: 31) * 86_400 + 86_399)
 
     private static func daysInMonth(_ month: Int, year: Int) -> Int {
         switch month {

@@ -221,9 +221,16 @@ import Testing
         ("2003-12-13 18:30:02", "2003-12-13T18:30:02Z"),
         ("2003-12-13", "2003-12-13T00:00:00Z"),
         ("2004-02-29T12:00:00Z", "2004-02-29T12:00:00Z"),
+        ("9999-12-31T23:59:59Z", "9999-12-31T23:59:59Z"),
+        ("Fri, 31 Dec 9999 18:00:00 -0500", "9999-12-31T23:00:00Z"),
     ])
     func readableDates(_ text: String, _ expected: String) {
         #expect(FeedDate.parse(text) == utc(expected), "\(text)")
+    }
+
+    @Test func theFirstDayOfYearOneIsProlepticGregorian() {
+        // Foundation's formatters switch to the Julian calendar before 1582; feeds do not.
+        #expect(FeedDate.parse("0001-01-01T00:00:00Z") == Date(timeIntervalSince1970: -62_135_596_800))
     }
 
     @Test(arguments: [
@@ -231,6 +238,8 @@ import Testing
         "Blursday, 10 Jun 2003 04:00:00 GMT", "Tue, 10 Jun 2003 25:00:00 GMT", "Tue, 10 Jun 2003 04:00:00 +99",
         "2003-13-01", "2003-12-13T25:00:00Z", "2003-12-13T18:30:02+0", "2003-12-13T18:30:02Zjunk", "2005-02-29",
         "12/13/2003", "1070000000",
+        // Valid where written, but in UTC in year 10000 or year 0: the cache cannot store them.
+        "Fri, 31 Dec 9999 23:00:00 -0500", "9999-12-31T23:00:00-05:00", "9999-12-31T23:59:60Z", "0001-01-01T00:30:00+01:00",
     ])
     func garbageDatesAreNil(_ text: String) {
         #expect(FeedDate.parse(text) == nil, "\(text)")

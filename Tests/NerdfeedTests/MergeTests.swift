@@ -36,6 +36,26 @@ import Testing
         }
     }
 
+    @Test func datesAtTheEdgeOfYear9999SurviveTheCache() async throws {
+        // An offset can carry a date that is valid where written into year 10000
+        // in UTC, which SQLite's date text cannot hold: reading it back would trap.
+        let rss = """
+            <rss version="2.0"><channel><title>Edge</title>
+            <item><title>Last second</title><link>https://example.com/last</link><pubDate>Fri, 31 Dec 9999 23:59:59 GMT</pubDate></item>
+            <item><title>Past the end in UTC</title><link>https://example.com/past</link><pubDate>Fri, 31 Dec 9999 23:00:00 -0500</pubDate></item>
+            </channel></rss>
+            """
+        let file = FileManager.default.temporaryDirectory.appending(path: "depot-edge-\(UUID().uuidString).xml")
+        try Data(rss.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator) { store in
+            let written = try await StoreFixtures.perform(fetch, respondingWith: file, in: store).written
+            #expect(written?.inserted == 2)
+            #expect(try await store.item("https://example.com/last")?.published == utc("9999-12-31T23:59:59Z"))
+            #expect(try await store.item("https://example.com/past")?.published == nil)
+        }
+    }
+
     @Test func newestFirstPutsUndatedItemsLast() async throws {
         try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator) { store in
             _ = try await merge("rss2.xml", in: store)
