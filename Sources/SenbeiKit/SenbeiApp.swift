@@ -179,8 +179,12 @@ public final class SenbeiApp {
                 // The credentials were replaced while this ran: its answer is no news.
             } else if error.code == .unauthorized {
                 signInRefused(error)
-            } else if error.code != .cancelled {
-                post(.senbeiDidFailWithError, error: error, operation: "Login")
+            } else {
+                // Not a refusal (offline, a server error, cancelled): whoever was signed
+                // in still is, and the data work held for this sign-in goes on under
+                // that session instead of waiting for good.
+                if profile != nil { controller.resume(category: .senbei) }
+                if error.code != .cancelled { post(.senbeiDidFailWithError, error: error, operation: "Login") }
             }
             throw error
         }

@@ -107,6 +107,24 @@ struct LoginTests {
         }
     }
 
+    @Test func aSignInThatFailsWithoutARefusalKeepsTheSessionAndLetsWorkGo() async throws {
+        try await withSenbei { f in
+            try await f.app.login()
+            // Given the server unreachable while the user signs in again
+            try await f.setOffline(true)
+            let error = await #expect(throws: DepotError.self) { try await f.app.login(username: "admin", password: "secret") }
+            #expect(error != nil && error?.code != .unauthorized, "\(String(describing: error))")
+            try await f.setOffline(false)
+
+            // Then the earlier session stands and data work is not held for good
+            #expect(f.app.profile != nil)
+            #expect(!f.controller.pausedCategories.contains(.senbei))
+            let page = try await f.app.loadPage(.contacts, refresh: true)
+            #expect(page.items.count == 20)
+            #expect(f.log.names == [.senbeiDidLogin, .senbeiDidFailWithError, .senbeiDidRetrieveContacts], "\(f.log.names)")
+        }
+    }
+
     @Test func concurrentCallsShareOneSignIn() async throws {
         try await withSenbei { f in
             async let contacts = f.app.loadPage(.contacts)
