@@ -108,7 +108,8 @@ extension CachingOperation {
     }
 
     /// Parses, then writes the payload and the ledger entry in one transaction.
-    /// A 304 only updates `lastSynced`. A failure is recorded in the ledger (in a
+    /// A 304 only updates `lastSynced`; a 304 to a request that sent no
+    /// validators fails with ``DepotError/Code/unexpectedStatus``. A failure is recorded in the ledger (in a
     /// transaction of its own, after the rollback) and rethrown.
     public func process(_ response: Response, context: OperationContext) async throws -> CacheUpdate<Written> {
         let store = try context.requireStore(for: name)
@@ -116,7 +117,17 @@ extension CachingOperation {
         do {
             if response.status == 304 {
                 let now = store.currentDate()
-                try await store.write { db in try SyncLedger.recordSuccess(for: key, at: now, validators: nil, in: db) }
+                let ownValidators = request.headers.contains("If-None-Match") || request.headers.contains("If-Modified-Since")
+                try await store.write { db in
+                    // A 304 confirms what a conditional request named. Without validators
+                    // (a first sync, or after a reset) it confirms nothing, and marking the
+                    // key synced would show an empty cache as fresh.
+                    let entry = try SyncLedger.entry(for: key, in: db)
+                    guard ownValidators || entry?.etag != nil || entry?.lastModified != nil else {
+                        throw DepotError(.unexpectedStatus, operation: name, status: 304, detail: "304 Not Modified to a request without validators")
+                    }
+                    try SyncLedger.recordSuccess(for: key, at: now, validators: nil, in: db)
+                }
                 return .notModified
             }
             let payload = try await parse(response, context: context)

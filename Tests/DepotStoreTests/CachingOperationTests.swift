@@ -100,6 +100,24 @@ import Testing
         }
     }
 
+    @Test func a304ToARequestWithoutValidatorsIsAnErrorAndMarksNothingSynced() async throws {
+        try await StoreFixtures.withStore(migrator: Item.migrator) { store in
+            // Given nothing cached, and a server (or proxy) that answers 304 anyway
+            let transport = FixtureTransport(["/items": .status(304)])
+            let controller = controller(transport, store: store)
+            let fetch = FetchItems(url: base.appending(path: "items"))
+
+            // Then the sync fails, and the ledger does not call the empty cache fresh
+            let error = await #expect(throws: DepotError.self) { try await controller.perform(fetch) }
+            #expect(error?.code == .unexpectedStatus)
+            #expect(error?.status == 304)
+            #expect(transport.requests.last?.headers["If-None-Match"] == nil)
+            let entry = try await store.ledger.entry(for: "items")
+            #expect(entry?.lastSynced == nil)
+            #expect(entry?.lastError?.code == .unexpectedStatus)
+        }
+    }
+
     @Test func withoutAStoreTheErrorSaysSo() async throws {
         let transport = FixtureTransport(["/items": .data(try jsonData(makeItems(1)))])
         let controller = NetworkController(configuration: .init(baseURL: base, transport: transport))
