@@ -369,6 +369,45 @@ import Testing
         #expect(post.outcome == .cancelled)
     }
 
+    @Test func aCancelledShutdownStillEndsFinishWork() async throws {
+        // Cancelling the caller ends the grace period early: the `.finish` work left
+        // is cancelled like at the end of the grace, never left queued for good.
+        // (Which of the grace's two waits ends first is a race: hence the rounds.)
+        for _ in 0..<30 {
+            let clock = ManualClock()
+            let transport = ScriptedTransport { _ in TransportResponse(status: 200, body: .empty) }
+            let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://depot.test")!, transport: transport, clock: clock, notificationCenter: nil))
+            controller.pause(category: "held")
+            let held = controller.enqueue(FetchHello(category: "held", exitPolicy: .finish))
+            let shutdown = Task { await controller.shutdown(grace: .seconds(60)) }
+            await clock.sleepers(atLeast: 1)  // the grace period
+            shutdown.cancel()
+            let report = await shutdown.value
+            #expect(held.outcome == .cancelled)
+            #expect(report.cancelled == 1)
+            #expect(report.graceExpired)
+            #expect(controller.activity.queued == 0)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aReleasedControllerStillCompletesHeldWork() async throws {
+        var ticket: Ticket?
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Hello, DepotError>, Never>) in
+            // Given work held in a paused category when the app lets go of its controller
+            let transport = ScriptedTransport { _ in TransportResponse(status: 200, body: .empty) }
+            let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://depot.test")!, transport: transport, notificationCenter: nil))
+            controller.pause(category: "held")
+            ticket = controller.enqueue(FetchHello(category: "held")) { continuation.resume(returning: $0) }
+        }
+        // Then its completion is still called, with the reason
+        guard case .failure(let error) = result else {
+            Issue.record("held work succeeded without a controller: \(result)")
+            return
+        }
+        #expect(error.code == .shutDown)
+        #expect(ticket?.isFinished == true)
+    }
+
     @Test func concurrentShutdownsShareOneReport() async throws {
         try await withServer { server in
             let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: URLSessionTransport(), notificationCenter: nil))
@@ -390,6 +429,8 @@ import Testing
         #expect(report == ShutdownReport())
         let rejected = await DepotError.from { _ = try await controller.perform(FetchRaw(url: URL(fileURLWithPath: "/dev/null"))) }
         #expect(rejected?.code == .shutDown)
+        let malformed = await DepotError.from { _ = try await controller.perform(FetchHello(path: "http://bad host/")) }
+        #expect(malformed?.code == .shutDown)
         #expect(await controller.shutdown(grace: .zero) == ShutdownReport())  // rejections are not counted
     }
 

@@ -134,18 +134,20 @@ extension NetworkController {
         let environment = JobEnvironment(job: job, running: running, cancel: { running.cancel() })
         // The body is written out twice rather than shared through a closure value:
         // that closure would be one more allocation per job.
+        // A running job keeps its controller alive until it has ended and
+        // delivered (a URLSession task keeps its session alive the same way).
         let task: Task<Void, Never>
         if immediately, #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
             // `perform` callers are already in an async context: start the job on
             // this thread instead of waking another one (saves a thread hop per request).
-            task = Task.immediate { [weak self] in
+            task = Task.immediate {
                 let outcome = await runner(environment)
-                self?.jobEnded(job, outcome)
+                self.jobEnded(job, outcome)
             }
         } else {
-            task = Task { [weak self] in
+            task = Task {
                 let outcome = await runner(environment)
-                self?.jobEnded(job, outcome)
+                self.jobEnded(job, outcome)
             }
         }
         // The job's own lock, not the controller's: an abort that came first cancels it now.

@@ -9,6 +9,8 @@ extension NetworkController {
     /// Cancels at once every operation whose exit policy is `.cancel`, lets
     /// `.finish` operations run for up to `grace`, then cancels what is left and
     /// releases the transport. Afterwards `enqueue` fails with ``DepotError/Code/shutDown``.
+    /// Cancelling the calling task ends the grace period early: what is left is
+    /// cancelled, and the transport is released once it has ended.
     ///
     /// ```swift
     /// let report = await controller.shutdown(grace: .seconds(5))
@@ -24,24 +26,29 @@ extension NetworkController {
         if first {
             change { $0.shutdown() }
             let timebase = self.timebase
-            let drained = await withTaskGroup(of: Bool.self) { group in
-                group.addTask { await self.waitUntilIdle(); return true }
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.waitUntilIdle() }
                 group.addTask {
                     // A cancelled caller ends the grace period early.
                     try? await timebase.sleep(for: grace)
-                    return false
                 }
-                let first = await group.next() ?? true
+                await group.next()
                 group.cancelAll()
-                return first
             }
-            let idle = state.withLock { $0.isIdle }
-            if !drained && !idle {
-                state.withLock { $0.report?.graceExpired = true }
-                change { $0.cancelAll() }
+            // Whichever wait ended first (a cancelled caller ends both), what is
+            // left now is cancelled: nothing may stay queued after shutdown.
+            let expired = state.withLock { state -> Bool in
+                guard !state.isIdle else { return false }
+                state.report?.graceExpired = true
+                return true
             }
+            if expired { change { $0.cancelAll() } }
+            // The cancelled jobs end before the transport goes, even for a
+            // cancelled caller (a task of its own does not inherit the cancellation).
+            await Task { await self.waitUntilIdle() }.value
+        } else {
+            await waitUntilIdle()
         }
-        await waitUntilIdle()
         if first {
             state.withLock { $0.probeTask.take() }?.cancel()
             pipeline.watch.stop()

@@ -120,6 +120,20 @@ public final class NetworkController: Sendable {
         self.state = Mutex(State(scheduler: Scheduler(limit: conditions.effectiveLimit), conditions: conditions))
     }
 
+    /// Work still held when the last reference goes (in a paused category,
+    /// waiting for the network or for a dependency) fails with
+    /// ``DepotError/Code/shutDown``, so every completion is still called once.
+    /// No job is running here: a running job keeps its controller alive.
+    deinit {
+        let (records, probe) = state.withLock { state in (Array(state.records.values), state.probeTask.take()) }
+        probe?.cancel()
+        for record in records {
+            let error = DepotError(.shutDown, operation: record.ticket.operationName, detail: "the controller was released")
+            record.ticket.resolve(.failed, failure: error)
+            record.deliver(.failure(error))
+        }
+    }
+
     // MARK: - Enqueue
 
     /// Queues an operation and calls `completion` once with its result.
@@ -248,7 +262,9 @@ public final class NetworkController: Sendable {
         do {
             url = try request.resolvedURL(base: base)
         } catch {
-            rejectAtOnce(ticket, deliver: deliver, error: error.named(name), at: now)
+            // After shutdown every operation fails the same way, a malformed one too.
+            let failure = isShutDown ? DepotError(.shutDown, operation: name) : error.named(name)
+            rejectAtOnce(ticket, deliver: deliver, error: failure, at: now)
             return ticket
         }
         let entry = Scheduler.Entry(
