@@ -115,12 +115,22 @@ extension NetworkController {
         results.syncStatus = status
 
         guard policy.needsRefresh(lastSynced: status.lastSynced, now: store.currentDate()) else { return results }
-        results.refreshTask = Task { @MainActor [weak results] in
-            await status.refresh()
-            if policy == .networkOnly, status.lastError == nil {
-                results?.reveal()
+        if policy == .networkOnly {
+            // Held until a sync succeeds: this refresh or any later one (a failed
+            // first refresh must not hide the rows for good), and not a cancelled
+            // one (which leaves no error, but no answer either). A success moves
+            // the ledger's last sync on.
+            let syncedBefore = status.lastSynced
+            let updates = status.updates()
+            results.revealTask = Task { @MainActor [weak results] in
+                for await state in updates {
+                    guard let synced = state.lastSynced, syncedBefore.map({ synced > $0 }) ?? true else { continue }
+                    results?.reveal()
+                    return
+                }
             }
         }
+        results.refreshTask = Task { @MainActor in await status.refresh() }
         return results
     }
 }

@@ -140,6 +140,24 @@ struct SyncStatusTests {
         #expect(failing.fetchedObjects.isEmpty)
     }
 
+    @Test func networkOnlyShowsTheRowsWhenALaterRefreshSucceeds() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        try await seed(store, items: 3, syncedAt: Date(timeIntervalSince1970: 0))
+        let transport = FixtureTransport(["/items": .status(404)])
+
+        // Given network-only results whose first refresh failed
+        let results = try controller(transport, store: store).results(for: Item.bySection, refreshing: fetch, policy: .networkOnly)
+        await results.refreshTask?.value
+        #expect(results.syncStatus?.lastError?.code == .notFound)
+        #expect(results.fetchedObjects.isEmpty)
+
+        // When a later refresh succeeds, the rows show
+        transport.respond(to: "/items", with: .data(try jsonData(makeItems(6))))
+        await results.syncStatus?.refresh()
+        for await update in results.updates() where update.snapshot.count == 6 { break }
+        #expect(results.fetchedObjects.count == 6)
+    }
+
     @Test func autoRefreshRunsOnTheControllersClock() async throws {
         let clock = ManualClock()
         let store = try Store.inMemory(migrator: Item.migrator)

@@ -56,6 +56,8 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     /// asked for. Tests await it, or check that it is `nil`, instead of guessing
     /// whether a background refresh has begun.
     @ObservationIgnored var refreshTask: Task<Void, Never>?
+    /// For `.networkOnly`: waits for the first successful sync to show the rows.
+    @ObservationIgnored var revealTask: Task<Void, Never>?
 
     @ObservationIgnored private let store: Store
     @ObservationIgnored private let fetch: @Sendable (Database) throws -> [Record]
@@ -112,6 +114,7 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
 
     isolated deinit {
         observationTask?.cancel()
+        revealTask?.cancel()
         for subscriber in subscribers.values { subscriber.finish() }
     }
 
