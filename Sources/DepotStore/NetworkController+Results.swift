@@ -118,13 +118,14 @@ extension NetworkController {
         if policy == .networkOnly {
             // Held until a sync succeeds: this refresh or any later one (a failed
             // first refresh must not hide the rows for good), and not a cancelled
-            // one (which leaves no error, but no answer either). A success moves
-            // the ledger's last sync on.
+            // one (which leaves no error, but no answer either). Only a success
+            // writes the ledger's last sync, so any change of it counts (also to
+            // an earlier date, after the clock was set back).
             let syncedBefore = status.lastSynced
             let updates = status.updates()
             results.revealTask = Task { @MainActor [weak results] in
                 for await state in updates {
-                    guard let synced = state.lastSynced, syncedBefore.map({ synced > $0 }) ?? true else { continue }
+                    guard let synced = state.lastSynced, synced != syncedBefore else { continue }
                     results?.reveal()
                     return
                 }

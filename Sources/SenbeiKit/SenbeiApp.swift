@@ -175,17 +175,20 @@ public final class SenbeiApp {
             post(.senbeiDidLogin, payload: profile)
             return profile
         } catch {
-            if credentials.generation != generation {
+            let superseded = credentials.generation != generation
+            if superseded {
                 // The credentials were replaced while this ran: its answer is no news.
             } else if error.code == .unauthorized {
                 signInRefused(error)
-            } else {
-                // Not a refusal (offline, a server error, cancelled): whoever was signed
-                // in still is, and the data work held for this sign-in goes on under
-                // that session instead of waiting for good.
-                if profile != nil { controller.resume(category: .senbei) }
-                if error.code != .cancelled { post(.senbeiDidFailWithError, error: error, operation: "Login") }
+            } else if error.code != .cancelled {
+                post(.senbeiDidFailWithError, error: error, operation: "Login")
             }
+            // Unless the sign-in was refused, or a newer one runs and will decide,
+            // whoever was signed in still is: the data work held for this sign-in
+            // goes on under that session instead of waiting for good.
+            let refused = !superseded && error.code == .unauthorized
+            let newerSignIn = signingIn.map { $0.credentials != generation } ?? false
+            if !refused, !newerSignIn, profile != nil { controller.resume(category: .senbei) }
             throw error
         }
     }

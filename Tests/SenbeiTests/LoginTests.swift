@@ -118,10 +118,36 @@ struct LoginTests {
 
             // Then the earlier session stands and data work is not held for good
             #expect(f.app.profile != nil)
-            #expect(!f.controller.pausedCategories.contains(.senbei))
+            try #require(!f.controller.pausedCategories.contains(.senbei), "held data work would wait for good")
             let page = try await f.app.loadPage(.contacts, refresh: true)
             #expect(page.items.count == 20)
             #expect(f.log.names == [.senbeiDidLogin, .senbeiDidFailWithError, .senbeiDidRetrieveContacts], "\(f.log.names)")
+        }
+    }
+
+    @Test func aSignInOutdatedByNewCredentialsWithoutANewSignInLetsWorkGo() async throws {
+        let serverClock = ManualClock()
+        try await withSenbei(serverClock: serverClock) { f in
+            try await f.app.login()
+            try await f.control(route: "/profile", latencyMs: 1000)
+            // Given a second sign-in with a wrong password, held by the server
+            let second = Task { try await f.app.login(username: "admin", password: "wrong") }
+            await serverClock.sleepers(atLeast: 1)
+
+            // When the credentials are set right again without signing in, and the refusal comes
+            f.credentials.set(username: "admin", password: "secret")
+            let drainer = ServerClockDrainer.start(serverClock)
+            let refused = await #expect(throws: DepotError.self) { try await second.value }
+            await ServerClockDrainer.stop(drainer, on: serverClock)
+            #expect(refused?.code == .unauthorized)
+
+            // Then the refusal of outdated credentials is no news, and data work is not held for good
+            #expect(f.app.profile != nil)
+            try #require(!f.controller.pausedCategories.contains(.senbei), "held data work would wait for good")
+            try await f.control(route: "/profile", latencyMs: 0)
+            let page = try await f.app.loadPage(.contacts, refresh: true)
+            #expect(page.items.count == 20)
+            #expect(f.log.names == [.senbeiDidLogin, .senbeiDidRetrieveContacts], "\(f.log.names)")
         }
     }
 

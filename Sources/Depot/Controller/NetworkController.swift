@@ -123,7 +123,9 @@ public final class NetworkController: Sendable {
     /// Work still held when the last reference goes (in a paused category,
     /// waiting for the network or for a dependency) fails with
     /// ``DepotError/Code/shutDown``, so every completion is still called once.
-    /// No job is running here: a running job keeps its controller alive.
+    /// No job is running here: a running job keeps its controller alive. (A
+    /// completion that captures the controller keeps it alive too, and then
+    /// this never runs; ``shutdown(grace:)`` ends held work deliberately.)
     deinit {
         let (records, probe) = state.withLock { state in (Array(state.records.values), state.probeTask.take()) }
         probe?.cancel()
