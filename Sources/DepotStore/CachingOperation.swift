@@ -109,8 +109,9 @@ extension CachingOperation {
 
     /// Parses, then writes the payload and the ledger entry in one transaction.
     /// A 304 only updates `lastSynced`; a 304 to a request that sent no
-    /// validators fails with ``DepotError/Code/unexpectedStatus``. A failure is recorded in the ledger (in a
-    /// transaction of its own, after the rollback) and rethrown.
+    /// validators fails with ``DepotError/Code/unexpectedStatus``. A failure is
+    /// recorded in the ledger (in a transaction of its own, after the rollback)
+    /// and rethrown.
     public func process(_ response: Response, context: OperationContext) async throws -> CacheUpdate<Written> {
         let store = try context.requireStore(for: name)
         let key = cacheKey
