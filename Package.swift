@@ -4,19 +4,14 @@ import PackageDescription
 let package = Package(
     name: "Depot",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    // The library only. The example apps, their kits and the demo server are
+    // internal targets; SwiftPM still gives this package's executable targets
+    // products of their own, so `swift run nerdfeed` works from the root.
     products: [
         .library(name: "Depot", targets: ["Depot"]),
         .library(name: "DepotStore", targets: ["DepotStore"]),
         .library(name: "DepotAsyncHTTPClient", targets: ["DepotAsyncHTTPClient"]),
         .library(name: "DepotTesting", targets: ["DepotTesting"]),
-        .library(name: "DemoServer", targets: ["DemoServer"]),
-        .library(name: "NerdfeedKit", targets: ["NerdfeedKit"]),
-        .library(name: "SenbeiKit", targets: ["SenbeiKit"]),
-        .library(name: "TimelineKit", targets: ["TimelineKit"]),
-        .executable(name: "depot-server", targets: ["depot-server"]),
-        .executable(name: "nerdfeed", targets: ["nerdfeed"]),
-        .executable(name: "senbei", targets: ["senbei"]),
-        .executable(name: "timeline", targets: ["timeline"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),

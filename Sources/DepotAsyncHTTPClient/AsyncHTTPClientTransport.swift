@@ -71,7 +71,7 @@ public final class AsyncHTTPClientTransport: Transport {
         } catch {
             throw Self.map(error)
         }
-        var headers = Depot.HTTPHeaders()
+        var headers = HeaderFields()
         headers.reserveCapacity(response.headers.count)
         for (name, value) in response.headers {
             headers.add(name: name, value: value)
@@ -80,7 +80,7 @@ public final class AsyncHTTPClientTransport: Transport {
         // so a slow consumer or an endless body cannot fill memory. Dropping the body
         // (or cancelling the consuming task) makes AsyncHTTPClient drop the request.
         let reader = BodyReader(response.body.makeAsyncIterator())
-        let body = ResponseBody(unfolding: { try await reader.next() })
+        let body = TransportBody(unfolding: { try await reader.next() })
         return TransportResponse(status: Int(response.status.code), headers: headers, body: body)
     }
 
@@ -145,7 +145,7 @@ public final class AsyncHTTPClientTransport: Transport {
     }
 }
 
-/// Reads an AsyncHTTPClient body chunk by chunk for a ``ResponseBody``.
+/// Reads an AsyncHTTPClient body chunk by chunk for a ``TransportBody``.
 ///
 /// `@unchecked Sendable` is sound: `iterator` is touched only inside `next()`, and
 /// `reading` lets one call in at a time; a second concurrent reader (two

@@ -15,10 +15,10 @@ import GRDB
 ///
 /// ```swift
 /// struct FetchTopSongs: CachingOperation {
-///     var request: Request { .get("topsongs/limit=25/json") }
+///     var request: NetworkRequest { .get("topsongs/limit=25/json") }
 ///     var cacheKey: String { "topsongs" }
 ///
-///     func parse(_ response: Response, context: OperationContext) async throws -> [Song] {
+///     func parse(_ response: NetworkResponse, context: OperationContext) async throws -> [Song] {
 ///         try response.decode(Feed.self).songs
 ///     }
 ///
@@ -34,11 +34,11 @@ import GRDB
 /// leaves the data untouched, updates `lastSynced` and returns ``CacheUpdate/notModified``.
 ///
 /// To parse while writing (a streaming XML parser that inserts items as it meets
-/// them, say), let `Payload` be the `Response` and parse inside `write`; a
+/// them, say), let `Payload` be the `NetworkResponse` and parse inside `write`; a
 /// failure halfway still rolls everything back.
 public protocol CachingOperation: NetworkOperation where Output == CacheUpdate<Written> {
     /// What `parse` produces and `write` consumes.
-    associatedtype Payload: Sendable = Response
+    associatedtype Payload: Sendable = NetworkResponse
     /// What `write` returns (a count, new identifiers), if anything.
     associatedtype Written: Sendable = Void
 
@@ -51,7 +51,7 @@ public protocol CachingOperation: NetworkOperation where Output == CacheUpdate<W
     var sendsConditionalRequests: Bool { get }
 
     /// Turns the response into a payload. Runs outside the database transaction.
-    func parse(_ response: Response, context: OperationContext) async throws -> Payload
+    func parse(_ response: NetworkResponse, context: OperationContext) async throws -> Payload
 
     /// Writes the payload. Runs inside the operation's single write transaction.
     func write(_ payload: Payload, to db: Database) throws -> Written
@@ -91,7 +91,7 @@ extension CachingOperation {
 
     /// Accepts 304 Not Modified when the operation sends conditional requests,
     /// and otherwise validates like any operation.
-    public func validate(_ response: Response) throws {
+    public func validate(_ response: NetworkResponse) throws {
         if response.status == 304, sendsConditionalRequests { return }
         guard (200..<300).contains(response.status) else {
             throw DepotError.forStatus(response.status, body: response.body, operation: name)
@@ -112,7 +112,7 @@ extension CachingOperation {
     /// validators fails with ``DepotError/Code/unexpectedStatus``. A failure is
     /// recorded in the ledger (in a transaction of its own, after the rollback)
     /// and rethrown.
-    public func process(_ response: Response, context: OperationContext) async throws -> CacheUpdate<Written> {
+    public func process(_ response: NetworkResponse, context: OperationContext) async throws -> CacheUpdate<Written> {
         let store = try context.requireStore(for: name)
         let key = cacheKey
         do {
@@ -149,16 +149,16 @@ extension CachingOperation {
     }
 }
 
-extension CachingOperation where Payload == Response {
+extension CachingOperation where Payload == NetworkResponse {
     /// Passes the response through: parse it inside `write`.
-    public func parse(_ response: Response, context: OperationContext) async throws -> Response {
+    public func parse(_ response: NetworkResponse, context: OperationContext) async throws -> NetworkResponse {
         response
     }
 }
 
 extension CachingOperation where Payload: Decodable {
     /// Decodes the body as JSON.
-    public func parse(_ response: Response, context: OperationContext) async throws -> Payload {
+    public func parse(_ response: NetworkResponse, context: OperationContext) async throws -> Payload {
         try response.decode(Payload.self)
     }
 }

@@ -10,7 +10,7 @@ import GRDB
 /// Use it from ``CachingOperation/write(_:to:)`` with the response as payload:
 ///
 /// ```swift
-/// func write(_ response: Response, to db: Database) throws -> Int {
+/// func write(_ response: NetworkResponse, to db: Database) throws -> Int {
 ///     let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO song (id, title) VALUES (?, ?)")
 ///     return try JSONArrayIngest.decode(Song.self, from: response.body, into: db) { db, songs in
 ///         for song in songs {

@@ -87,12 +87,12 @@ extension NetworkController {
     /// - Throws: `.storage` if no store is configured or the first fetch fails.
     @MainActor
     @inlinable
-    public func results<Request: FetchRequest & Sendable, Operation: CachingOperation>(
-        for request: Request,
-        sectionedBy sectionKey: (@Sendable (Request.RowDecoder) -> String)? = nil,
+    public func results<NetworkRequest: FetchRequest & Sendable, Operation: CachingOperation>(
+        for request: NetworkRequest,
+        sectionedBy sectionKey: (@Sendable (NetworkRequest.RowDecoder) -> String)? = nil,
         refreshing operation: Operation,
         policy: CachePolicy = .cacheThenNetwork
-    ) throws(DepotError) -> ResultsController<Request.RowDecoder> where Request.RowDecoder: Identifiable & Equatable & Sendable, Request.RowDecoder.ID: Sendable {
+    ) throws(DepotError) -> ResultsController<NetworkRequest.RowDecoder> where NetworkRequest.RowDecoder: Identifiable & Equatable & Sendable, NetworkRequest.RowDecoder.ID: Sendable {
         // Inlinable so that fetching, snapshotting and diffing are specialized for the record.
         try makeResults(
             fetch: { db in try request.fetchAll(db) },

@@ -11,7 +11,7 @@ extension OperationContext {
     /// For example, an operation that writes without ``CachingOperation``:
     ///
     /// ```swift
-    /// func process(_ response: Response, context: OperationContext) async throws -> Int {
+    /// func process(_ response: NetworkResponse, context: OperationContext) async throws -> Int {
     ///     let items = try response.decode([Item].self)
     ///     return try await context.requireStore(for: name).write { db in
     ///         for item in items { try item.upsert(db) }

@@ -142,7 +142,7 @@ struct Validators: Sendable, Hashable {
         self.lastModified = lastModified
     }
 
-    init(_ headers: HTTPHeaders) {
+    init(_ headers: HeaderFields) {
         self.init(etag: headers["ETag"], lastModified: headers["Last-Modified"])
     }
 }

@@ -81,7 +81,7 @@ public final class SyncStatus {
             let events = controller.events
             let watcher = Task {
                 for await event in events where event.operation == name {
-                    if case .waitingForNetwork(let error) = event.kind { onWaiting(error) }
+                    if event.kind == .waitingForNetwork, let error = event.error { onWaiting(error) }
                 }
             }
             defer { watcher.cancel() }
@@ -164,7 +164,7 @@ public final class SyncStatus {
             let stream = events()
             reconnectTask = Task { [weak self] in
                 for await event in stream {
-                    guard case .qualityChanged(from: .offline, to: _) = event.kind else { continue }
+                    guard event.kind == .qualityChanged, event.previousQuality == .offline else { continue }
                     guard let self else { return }
                     await self.refresh()
                 }

@@ -24,21 +24,21 @@ public final class FixtureTransport: Transport {
         }
 
         var status: Int
-        var headers: HTTPHeaders
+        var headers: HeaderFields
         var body: Body
 
         /// A response whose body is the file at `url`.
-        public static func file(_ url: URL, status: Int = 200, headers: HTTPHeaders = [:]) -> Fixture {
+        public static func file(_ url: URL, status: Int = 200, headers: HeaderFields = [:]) -> Fixture {
             Fixture(status: status, headers: headers, body: .file(url))
         }
 
         /// A response whose body is `data`.
-        public static func data(_ data: Data, status: Int = 200, headers: HTTPHeaders = [:]) -> Fixture {
+        public static func data(_ data: Data, status: Int = 200, headers: HeaderFields = [:]) -> Fixture {
             Fixture(status: status, headers: headers, body: .data(data))
         }
 
         /// A response with a status and no body.
-        public static func status(_ status: Int, headers: HTTPHeaders = [:]) -> Fixture {
+        public static func status(_ status: Int, headers: HeaderFields = [:]) -> Fixture {
             Fixture(status: status, headers: headers, body: .data(Data()))
         }
     }
@@ -91,7 +91,7 @@ public final class FixtureTransport: Transport {
         case .data(let data):
             var headers = fixture.headers
             headers["Content-Length"] = "\(data.count)"
-            return TransportResponse(status: fixture.status, headers: headers, body: ResponseBody(data: data))
+            return TransportResponse(status: fixture.status, headers: headers, body: TransportBody(data: data))
         case .file(let url):
             var response = try await FileTransport().send(TransportRequest(url: url))
             guard response.status == 200 else { return response }

@@ -28,7 +28,7 @@ struct LinkModel {
     struct Transfer {
         var id: Int
         var status: Int
-        var headers: HTTPHeaders
+        var headers: HeaderFields
         var content: Data?
         /// The body size the server sends.
         var size: Int
@@ -84,7 +84,7 @@ struct LinkModel {
 
     // MARK: Transfers
 
-    mutating func open(method: HTTPMethod, path: String) -> Result<Int, DepotError> {
+    mutating func open(method: NetworkRequest.Method, path: String) -> Result<Int, DepotError> {
         version += 1
         let id = records.count + 1
         var record = Record(id: id, method: method, path: path, status: nil, started: time, firstByte: nil, lastByte: nil, ended: nil, bytes: 0, outcome: nil)
@@ -95,7 +95,7 @@ struct LinkModel {
             return .failure(DepotError(.offline, detail: "simulated link offline"))
         }
         let routeIndex = routes.firstIndex { $0.matches(path) }
-        var status = 404, headers: HTTPHeaders = [:], size = 0, latency: Duration = .zero, content: Data? = nil, breakAt: Int?
+        var status = 404, headers: HeaderFields = [:], size = 0, latency: Duration = .zero, content: Data? = nil, breakAt: Int?
         if let routeIndex {
             let route = routes[routeIndex]
             (status, headers, size, latency, content) = (route.status, route.headers, route.bytes, route.latency, route.body)
@@ -122,7 +122,7 @@ struct LinkModel {
         return .success(id)
     }
 
-    func head(of id: Int) -> (Int, HTTPHeaders) {
+    func head(of id: Int) -> (Int, HeaderFields) {
         let record = records[id - 1]
         return (record.status ?? 0, transfers[id]?.headers ?? [:])
     }

@@ -67,7 +67,7 @@ public final class NetworkSimulator: Transport, Sendable {
         /// The server's time before answering, added to the round trip.
         public var latency: Duration
         /// The headers; `Content-Length` is added when missing.
-        public var headers: HTTPHeaders
+        public var headers: HeaderFields
         /// The body content; zeros when `nil`.
         public var body: Data?
         /// Failures served, in order, before the normal answer.
@@ -81,7 +81,7 @@ public final class NetworkSimulator: Transport, Sendable {
         ///   - bytes: The body size.
         ///   - latency: Server time before the head (0).
         ///   - headers: Response headers.
-        public init(path: String, status: Int = 200, bytes: Int, latency: Duration = .zero, headers: HTTPHeaders = [:]) {
+        public init(path: String, status: Int = 200, bytes: Int, latency: Duration = .zero, headers: HeaderFields = [:]) {
             self.path = path
             self.status = status
             self.bytes = max(0, bytes)
@@ -99,7 +99,7 @@ public final class NetworkSimulator: Transport, Sendable {
         ///   - body: The body.
         ///   - latency: Server time before the head (0).
         ///   - headers: Response headers.
-        public init(path: String, status: Int = 200, body: Data, latency: Duration = .zero, headers: HTTPHeaders = [:]) {
+        public init(path: String, status: Int = 200, body: Data, latency: Duration = .zero, headers: HeaderFields = [:]) {
             self.init(path: path, status: status, bytes: body.count, latency: latency, headers: headers)
             self.body = body
         }
@@ -126,7 +126,7 @@ public final class NetworkSimulator: Transport, Sendable {
     /// A scripted way for a request to fail.
     public struct Failure: Sendable, Hashable {
         enum Kind: Sendable, Hashable {
-            case status(Int, HTTPHeaders, bytes: Int)
+            case status(Int, HeaderFields, bytes: Int)
             case connectionLost(afterBytes: Int)
             case refused
         }
@@ -134,7 +134,7 @@ public final class NetworkSimulator: Transport, Sendable {
         let kind: Kind
 
         /// The server answers `status` (with these headers and a body of `bytes` bytes).
-        public static func status(_ status: Int, headers: HTTPHeaders = [:], bytes: Int = 0) -> Failure {
+        public static func status(_ status: Int, headers: HeaderFields = [:], bytes: Int = 0) -> Failure {
             Failure(kind: .status(status, headers, bytes: max(0, bytes)))
         }
 
@@ -197,7 +197,7 @@ public final class NetworkSimulator: Transport, Sendable {
         /// The transfer's number, in the order `send` was called.
         public var id: Int
         /// The method.
-        public var method: HTTPMethod
+        public var method: NetworkRequest.Method
         /// The URL's path.
         public var path: String
         /// The status answered, once the head arrived.
@@ -281,7 +281,7 @@ public final class NetworkSimulator: Transport, Sendable {
         }
         let (status, headers) = model.withLock { model in model.head(of: id) }
         let token = BodyToken(simulator: self, id: id)
-        let body = ResponseBody(unfolding: { try await token.next() })
+        let body = TransportBody(unfolding: { try await token.next() })
         return TransportResponse(status: status, headers: headers, body: body)
     }
 

@@ -71,7 +71,7 @@ public enum StoreFixtures {
         _ operation: Operation,
         respondingWith response: URL,
         status: Int = 200,
-        headers: HTTPHeaders = [:],
+        headers: HeaderFields = [:],
         in store: Store
     ) async throws(DepotError) -> Operation.Output {
         let transport = FixtureTransport()

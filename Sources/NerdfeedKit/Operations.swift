@@ -30,14 +30,14 @@ public struct FetchForumFeed: CachingOperation {
     }
 
     /// `GET` of the feed's URL.
-    public var request: Depot.Request { .get(url) }
+    public var request: NetworkRequest { .get(url) }
 
     /// `feed:` and the feed's URL.
     public var cacheKey: String { "feed:\(url.absoluteString)" }
 
     /// Parses the body with ``FeedParser``, resolving relative links against the
     /// URL the response came from. Runs off the main actor and outside the transaction.
-    public func parse(_ response: Response, context: OperationContext) async throws -> ParsedFeed {
+    public func parse(_ response: NetworkResponse, context: OperationContext) async throws -> ParsedFeed {
         try FeedParser.parse(response.body, baseURL: response.url)
     }
 
@@ -79,13 +79,13 @@ public struct FetchTopSongs: CachingOperation {
     }
 
     /// `GET topsongs/limit=N/json`.
-    public var request: Depot.Request { .get("topsongs/limit=\(limit)/json") }
+    public var request: NetworkRequest { .get("topsongs/limit=\(limit)/json") }
 
     /// `topsongs`: one chart in the cache, whatever its length.
     public var cacheKey: String { "topsongs" }
 
     /// Decodes the iTunes-shaped JSON into songs ranked from 1.
-    public func parse(_ response: Response, context: OperationContext) async throws -> [Song] {
+    public func parse(_ response: NetworkResponse, context: OperationContext) async throws -> [Song] {
         try TopSongsDocument.songs(from: response.body)
     }
 

@@ -21,7 +21,7 @@ extension SenbeiChange {
     public var exitPolicy: ExitPolicy { .finish }
 
     /// Checks the status; 422 and 404 carry the server's reasons.
-    public func validate(_ response: Response) throws {
+    public func validate(_ response: NetworkResponse) throws {
         try SenbeiResponse.validate(response, operation: name)
     }
 }
@@ -46,14 +46,14 @@ public struct PostComment: SenbeiChange {
     }
 
     /// `POST comments` with `commentable_type`, `commentable_id` and `comment`.
-    public var request: Depot.Request {
-        Depot.Request(method: .post, target: .path("comments"),
+    public var request: NetworkRequest {
+        NetworkRequest(method: .post, target: .path("comments"),
                       body: .json(Wire.NewComment(commentableType: subject.kind.singular, commentableId: subject.id, comment: text), encoder: Wire.encoder))
     }
 
 
     /// Decodes the new comment and stores it.
-    public func process(_ response: Response, context: OperationContext) async throws -> CRMComment {
+    public func process(_ response: NetworkResponse, context: OperationContext) async throws -> CRMComment {
         let comment = try Wire.decode(Wire.Comment.self, from: response).record
         try await context.requireStore(for: name).write { db in try comment.upsert(db) }
         return comment
@@ -71,12 +71,12 @@ public struct DeleteComment: SenbeiChange {
     }
 
     /// `DELETE comments/:id`.
-    public var request: Depot.Request { .delete("comments/\(id)") }
+    public var request: NetworkRequest { .delete("comments/\(id)") }
 
 
     /// Removes the comment from the cache.
     /// - Returns: The deleted comment's identifier.
-    public func process(_ response: Response, context: OperationContext) async throws -> Int {
+    public func process(_ response: NetworkResponse, context: OperationContext) async throws -> Int {
         let id = id
         try await context.requireStore(for: name).write { db in _ = try CRMComment.deleteOne(db, key: id) }
         return id
@@ -94,12 +94,12 @@ public struct MarkTaskDone: SenbeiChange {
     }
 
     /// `PUT tasks/:id/complete`.
-    public var request: Depot.Request { .put("tasks/\(id)/complete") }
+    public var request: NetworkRequest { .put("tasks/\(id)/complete") }
 
 
     /// Decodes the task as the server now has it and stores it (done, so it
     /// leaves ``CRMTask/open``).
-    public func process(_ response: Response, context: OperationContext) async throws -> CRMTask {
+    public func process(_ response: NetworkResponse, context: OperationContext) async throws -> CRMTask {
         let task = try Wire.decode(Wire.Task.self, from: response).record
         try await context.requireStore(for: name).write { db in try task.upsert(db) }
         return task
@@ -120,13 +120,13 @@ public struct CreateTask: SenbeiChange {
     }
 
     /// `POST tasks` with `name` and `due`.
-    public var request: Depot.Request {
-        Depot.Request(method: .post, target: .path("tasks"), body: .json(Wire.NewTask(name: title, due: due), encoder: Wire.encoder))
+    public var request: NetworkRequest {
+        NetworkRequest(method: .post, target: .path("tasks"), body: .json(Wire.NewTask(name: title, due: due), encoder: Wire.encoder))
     }
 
 
     /// Decodes the new task and stores it.
-    public func process(_ response: Response, context: OperationContext) async throws -> CRMTask {
+    public func process(_ response: NetworkResponse, context: OperationContext) async throws -> CRMTask {
         let task = try Wire.decode(Wire.Task.self, from: response).record
         try await context.requireStore(for: name).write { db in try task.upsert(db) }
         return task
@@ -151,13 +151,13 @@ public struct CreateContact: SenbeiChange {
     }
 
     /// `POST contacts` with `name` and `email`.
-    public var request: Depot.Request {
-        Depot.Request(method: .post, target: .path("contacts"), body: .json(Wire.NewContact(name: contactName, email: email), encoder: Wire.encoder))
+    public var request: NetworkRequest {
+        NetworkRequest(method: .post, target: .path("contacts"), body: .json(Wire.NewContact(name: contactName, email: email), encoder: Wire.encoder))
     }
 
 
     /// Decodes the new contact and stores it at the top of page 1.
-    public func process(_ response: Response, context: OperationContext) async throws -> Entity {
+    public func process(_ response: NetworkResponse, context: OperationContext) async throws -> Entity {
         let wire = try Wire.decode(Wire.Entity.self, from: response)
         return try await context.requireStore(for: name).write { db in
             let first = try Int.fetchOne(db, sql: "SELECT MIN(position) FROM entity WHERE kind = ? AND page = 1", arguments: [EntityKind.contacts.rawValue]) ?? 0

@@ -25,7 +25,7 @@ public struct Login: NetworkOperation {
     public init() {}
 
     /// `GET profile`.
-    public var request: Depot.Request { .get("profile") }
+    public var request: NetworkRequest { .get("profile") }
     /// ``Depot/OperationCategory/senbeiLogin``: it runs while data work is held.
     public var category: OperationCategory { .senbeiLogin }
     /// High: everything else waits for it.
@@ -37,12 +37,12 @@ public struct Login: NetworkOperation {
     public var offlineBehavior: OfflineBehavior { .failFast }
 
     /// Checks the status; a refusal carries the server's reasons.
-    public func validate(_ response: Response) throws {
+    public func validate(_ response: NetworkResponse) throws {
         try SenbeiResponse.validate(response, operation: name)
     }
 
     /// Decodes the profile.
-    public func process(_ response: Response, context: OperationContext) async throws -> Profile {
+    public func process(_ response: NetworkResponse, context: OperationContext) async throws -> Profile {
         try Wire.decode(Profile.self, from: response)
     }
 }
@@ -75,7 +75,7 @@ public struct FetchList: CachingOperation {
     }
 
     /// `GET <kind>?page=N&per_page=M`.
-    public var request: Depot.Request {
+    public var request: NetworkRequest {
         .get(kind.rawValue, query: ["page": "\(page)", "per_page": "\(perPage)"])
     }
 
@@ -88,12 +88,12 @@ public struct FetchList: CachingOperation {
     public var offlineBehavior: OfflineBehavior { .failFast }
 
     /// Checks the status; a refusal carries the server's reasons.
-    public func validate(_ response: Response) throws {
+    public func validate(_ response: NetworkResponse) throws {
         try SenbeiResponse.validate(response, operation: name, acceptsNotModified: sendsConditionalRequests)
     }
 
     /// Decodes the page off the database.
-    public func parse(_ response: Response, context: OperationContext) async throws -> FetchedPage {
+    public func parse(_ response: NetworkResponse, context: OperationContext) async throws -> FetchedPage {
         let wire = try Wire.decode(Wire.Page<Wire.Entity>.self, from: response)
         let items = wire.items.enumerated().map { position, item in
             Entity(kind: kind, id: item.id, name: item.name, email: item.email, company: item.company, page: page, position: position)
@@ -161,7 +161,7 @@ public struct SearchContacts: NetworkOperation {
     }
 
     /// `GET contacts?query=...&per_page=N`.
-    public var request: Depot.Request { .get("contacts", query: ["query": query, "per_page": "\(limit)"]) }
+    public var request: NetworkRequest { .get("contacts", query: ["query": query, "per_page": "\(limit)"]) }
     /// Data work, held until a sign-in succeeds.
     public var category: OperationCategory { .senbei }
     /// `.failFast`: someone waits for this answer; offline, ``SenbeiApp`` shows
@@ -171,12 +171,12 @@ public struct SearchContacts: NetworkOperation {
     public var priority: Priority { .high }
 
     /// Checks the status; a refusal carries the server's reasons.
-    public func validate(_ response: Response) throws {
+    public func validate(_ response: NetworkResponse) throws {
         try SenbeiResponse.validate(response, operation: name)
     }
 
     /// Decodes the matches.
-    public func process(_ response: Response, context: OperationContext) async throws -> ContactMatches {
+    public func process(_ response: NetworkResponse, context: OperationContext) async throws -> ContactMatches {
         let page = try Wire.decode(Wire.Page<Wire.Entity>.self, from: response)
         let contacts = page.items.enumerated().map { position, item in
             Entity(kind: .contacts, id: item.id, name: item.name, email: item.email, company: item.company, position: position)
@@ -196,7 +196,7 @@ public struct FetchComments: CachingOperation {
     }
 
     /// `GET comments?<kind>_id=N`.
-    public var request: Depot.Request { .get("comments", query: ["\(subject.kind.singular)_id": "\(subject.id)"]) }
+    public var request: NetworkRequest { .get("comments", query: ["\(subject.kind.singular)_id": "\(subject.id)"]) }
     /// `senbei:comments:<kind>:<id>`.
     public var cacheKey: String { "senbei:comments:\(subject.kind.singular):\(subject.id)" }
     /// Data work, held until a sign-in succeeds.
@@ -206,12 +206,12 @@ public struct FetchComments: CachingOperation {
     public var offlineBehavior: OfflineBehavior { .failFast }
 
     /// Checks the status; a refusal carries the server's reasons.
-    public func validate(_ response: Response) throws {
+    public func validate(_ response: NetworkResponse) throws {
         try SenbeiResponse.validate(response, operation: name, acceptsNotModified: sendsConditionalRequests)
     }
 
     /// Decodes the comments.
-    public func parse(_ response: Response, context: OperationContext) async throws -> [CRMComment] {
+    public func parse(_ response: NetworkResponse, context: OperationContext) async throws -> [CRMComment] {
         try Wire.decode([Wire.Comment].self, from: response).map(\.record)
     }
 
@@ -230,7 +230,7 @@ public struct FetchTasks: CachingOperation {
     public init() {}
 
     /// `GET tasks`.
-    public var request: Depot.Request { .get("tasks") }
+    public var request: NetworkRequest { .get("tasks") }
     /// `senbei:tasks`.
     public var cacheKey: String { "senbei:tasks" }
     /// Data work, held until a sign-in succeeds.
@@ -240,12 +240,12 @@ public struct FetchTasks: CachingOperation {
     public var offlineBehavior: OfflineBehavior { .failFast }
 
     /// Checks the status; a refusal carries the server's reasons.
-    public func validate(_ response: Response) throws {
+    public func validate(_ response: NetworkResponse) throws {
         try SenbeiResponse.validate(response, operation: name, acceptsNotModified: sendsConditionalRequests)
     }
 
     /// Decodes the tasks.
-    public func parse(_ response: Response, context: OperationContext) async throws -> [CRMTask] {
+    public func parse(_ response: NetworkResponse, context: OperationContext) async throws -> [CRMTask] {
         try Wire.decode([Wire.Task].self, from: response).map(\.record)
     }
 
@@ -264,7 +264,7 @@ public struct FetchActivities: CachingOperation {
     public init() {}
 
     /// `GET activities`.
-    public var request: Depot.Request { .get("activities") }
+    public var request: NetworkRequest { .get("activities") }
     /// `senbei:activities`.
     public var cacheKey: String { "senbei:activities" }
     /// Data work, held until a sign-in succeeds.
@@ -274,12 +274,12 @@ public struct FetchActivities: CachingOperation {
     public var offlineBehavior: OfflineBehavior { .failFast }
 
     /// Checks the status; a refusal carries the server's reasons.
-    public func validate(_ response: Response) throws {
+    public func validate(_ response: NetworkResponse) throws {
         try SenbeiResponse.validate(response, operation: name, acceptsNotModified: sendsConditionalRequests)
     }
 
     /// Decodes the activities, newest first.
-    public func parse(_ response: Response, context: OperationContext) async throws -> [CRMActivity] {
+    public func parse(_ response: NetworkResponse, context: OperationContext) async throws -> [CRMActivity] {
         try Wire.decode([Wire.Activity].self, from: response).enumerated().map { position, item in
             CRMActivity(id: item.id, action: item.action, subject: item.subject, position: position)
         }

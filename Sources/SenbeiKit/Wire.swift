@@ -79,7 +79,7 @@ enum Wire {
         return encoder
     }
 
-    static func decode<T: Decodable>(_ type: T.Type, from response: Response) throws -> T {
+    static func decode<T: Decodable>(_ type: T.Type, from response: NetworkResponse) throws -> T {
         try response.decode(type, using: decoder())
     }
 }
@@ -133,7 +133,7 @@ extension DepotError {
 enum SenbeiResponse {
     /// Accepts 2xx (and 304 when `acceptsNotModified`); otherwise throws Depot's error
     /// for the status, with the server's `errors` body as the underlying ``ValidationErrors``.
-    static func validate(_ response: Response, operation: String, acceptsNotModified: Bool = false) throws {
+    static func validate(_ response: NetworkResponse, operation: String, acceptsNotModified: Bool = false) throws {
         if (200..<300).contains(response.status) || (acceptsNotModified && response.status == 304) { return }
         var error = DepotError.forStatus(response.status, body: response.body, operation: operation)
         if let reasons = ValidationErrors(body: response.body) {

@@ -36,7 +36,7 @@ public struct FetchTimeline: CachingOperation {
     }
 
     /// `GET timeline?limit=N`.
-    public var request: Depot.Request { .get("timeline", query: ["limit": "\(limit)"]) }
+    public var request: NetworkRequest { .get("timeline", query: ["limit": "\(limit)"]) }
     /// `timeline`: one timeline in the cache.
     public var cacheKey: String { "timeline" }
     /// `.high`: the timeline comes before everything but posting.
@@ -45,7 +45,7 @@ public struct FetchTimeline: CachingOperation {
     public var category: OperationCategory { .timeline }
 
     /// Decodes the JSON array of posts.
-    public func parse(_ response: Response, context: OperationContext) async throws -> [TimelinePost] {
+    public func parse(_ response: NetworkResponse, context: OperationContext) async throws -> [TimelinePost] {
         try response.decode([TimelinePost].self)
     }
 
@@ -80,7 +80,7 @@ public struct FetchAvatar: CachingOperation {
     }
 
     /// `GET` of the path.
-    public var request: Depot.Request { .get(path) }
+    public var request: NetworkRequest { .get(path) }
     /// `avatar:` and the path.
     public var cacheKey: String { "avatar:\(path)" }
     /// `.low`: avatars can wait.
@@ -94,7 +94,7 @@ public struct FetchAvatar: CachingOperation {
     static let pngSignature = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
 
     /// Checks that the body is a PNG file.
-    public func parse(_ response: Response, context: OperationContext) async throws -> Data {
+    public func parse(_ response: NetworkResponse, context: OperationContext) async throws -> Data {
         guard response.body.starts(with: Self.pngSignature) else {
             throw DepotError(.decoding, operation: name, status: response.status, detail: "\(path) is not a PNG file")
         }
@@ -149,7 +149,7 @@ public struct CreatePost: NetworkOperation {
     }
 
     /// `POST posts` with the JSON body and the `Idempotency-Key` header.
-    public var request: Depot.Request {
+    public var request: NetworkRequest {
         .post("posts", json: Body(text: text, author: author), headers: ["Idempotency-Key": idempotencyKey])
     }
     /// `.veryHigh`: what the user wrote goes first.
@@ -168,7 +168,7 @@ public struct CreatePost: NetworkOperation {
 
     /// 2xx passes; a 422 becomes an error with the server's message, such as
     /// "text must be 1 to 280 characters"; other statuses as usual.
-    public func validate(_ response: Response) throws {
+    public func validate(_ response: NetworkResponse) throws {
         if response.status == 422, let message = ValidationMessage(response.body) {
             throw DepotError(.unexpectedStatus, operation: name, status: 422, bodyExcerpt: message.text)
         }
@@ -178,7 +178,7 @@ public struct CreatePost: NetworkOperation {
     }
 
     /// Decodes the created post and puts it in the cache, so the timeline shows it at once.
-    public func process(_ response: Response, context: OperationContext) async throws -> TimelinePost {
+    public func process(_ response: NetworkResponse, context: OperationContext) async throws -> TimelinePost {
         let post = try response.decode(TimelinePost.self)
         if let store = context.store {
             try await store.write { db in try post.save(db) }

@@ -249,13 +249,9 @@ public final class TimelineApp {
         followers.append(Task { [weak self] in
             for await event in events {
                 guard let self else { return }
-                switch event.kind {
-                case .progress:
-                    continue
-                case .categoryResumed(let category) where category == .images:
+                if event.kind == .progress { continue }
+                if event.kind == .categoryResumed, event.category == .images {
                     self.requestMissingAvatars()
-                default:
-                    break
                 }
                 self.activity = self.controller.activity
             }

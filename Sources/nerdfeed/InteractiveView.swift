@@ -50,7 +50,7 @@ final class InteractiveView {
         let controllerEvents = controller.events
         feeders.append(Task {
             for await event in controllerEvents where event.operation == "FetchForumFeed" {
-                if case .progress(let progress) = event.kind, let expected = progress.expected, expected > 0 {
+                if let progress = event.progress, let expected = progress.expected, expected > 0 {
                     sink.yield(.progress(Double(progress.received) / Double(expected)))
                 }
             }

@@ -139,10 +139,10 @@ struct TimelineCommand: AsyncParsableCommand {
 
 /// Sets an external depot-server's link (`POST _control`).
 struct SetServerLink: NetworkOperation {
-    typealias Output = Response
+    typealias Output = NetworkResponse
     var profile: LinkProfile
 
-    var request: Depot.Request { .post("_control", json: profile.conditions) }
+    var request: NetworkRequest { .post("_control", json: profile.conditions) }
     var priority: Priority { .veryHigh }
 }
 

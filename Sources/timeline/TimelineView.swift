@@ -41,7 +41,7 @@ final class TimelineView {
             Task { for await _ in status { sink.yield(.changed) } },
             Task {
                 for await event in controllerEvents {
-                    if case .progress = event.kind { continue }
+                    if event.kind == .progress { continue }
                     sink.yield(.changed)
                 }
             },

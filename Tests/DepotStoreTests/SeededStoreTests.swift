@@ -11,10 +11,10 @@ import Testing
     /// Merges a page of items into the table by primary key, the way a feed
     /// reader merges new items by link.
     struct MergeItems: CachingOperation {
-        var request: Depot.Request { .get("items", query: ["page": "2"]) }
+        var request: NetworkRequest { .get("items", query: ["page": "2"]) }
         var cacheKey: String { "merge-items" }
 
-        func parse(_ response: Response, context: OperationContext) async throws -> [Item] {
+        func parse(_ response: NetworkResponse, context: OperationContext) async throws -> [Item] {
             try response.decode([Item].self)
         }
 

@@ -212,9 +212,9 @@ struct SyncStatusTests {
     }
 
     struct Other: NetworkOperation {
-        typealias Output = Response
+        typealias Output = NetworkResponse
         var offlineBehavior: OfflineBehavior
-        var request: Depot.Request { .get("other") }
+        var request: NetworkRequest { .get("other") }
     }
 
     func itemRequests(_ transport: FixtureTransport) -> Int {

@@ -7,10 +7,10 @@ import Testing
 @MainActor
 struct ConnectionStatusTests {
     struct Ping: NetworkOperation {
-        typealias Output = Response
+        typealias Output = NetworkResponse
         var offlineBehavior: OfflineBehavior = .failFast
         var category: OperationCategory = .default
-        var request: Request { .get("ping") }
+        var request: NetworkRequest { .get("ping") }
     }
 
     @Test func followsTheControllerOfflineAndBack() async throws {

@@ -12,12 +12,12 @@ struct ControllerConditionsTests {
 
     /// A GET of a simulator route.
     struct SimGet: NetworkOperation {
-        typealias Output = Response
+        typealias Output = NetworkResponse
         var path: String
         var priority: Priority = .normal
         var category: OperationCategory = .default
         var isDroppable = false
-        var request: Request { .get(path) }
+        var request: NetworkRequest { .get(path) }
         var coalescing: Coalescing { .never }
     }
 
@@ -135,9 +135,9 @@ struct ControllerConditionsTests {
         var kinds: [String] = []
         for await event in events where event.isControllerWide {
             switch event.kind {
-            case .qualityChanged(_, let to): kinds.append("quality \(to)")
-            case .categoryPaused(let category): kinds.append("paused \(category)")
-            case .categoryResumed(let category): kinds.append("resumed \(category)")
+            case .qualityChanged: kinds.append("quality \(event.quality.map { "\($0)" } ?? "?")")
+            case .categoryPaused: kinds.append("paused \(event.category.map { "\($0)" } ?? "?")")
+            case .categoryResumed: kinds.append("resumed \(event.category.map { "\($0)" } ?? "?")")
             default: break
             }
         }

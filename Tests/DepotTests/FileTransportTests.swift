@@ -11,7 +11,7 @@ import Testing
     struct LoadItems: NetworkOperation {
         typealias Output = [Item]
         var url: URL
-        var request: Request { .get(url) }
+        var request: NetworkRequest { .get(url) }
     }
 
     func temporaryFile(_ contents: Data, name: String = "items.json") throws -> URL {

@@ -120,7 +120,7 @@ import Testing
                 let events = controller.events
                 let task = Task { try await controller.perform(FetchHello(path: "/hang")) }
                 for await event in events {
-                    if case .started = event.kind { break }
+                    if case .started = event.detail { break }
                 }
                 task.cancel()
                 let result = await task.result
@@ -141,7 +141,7 @@ import Testing
                     for _ in 0..<5 { group.addTask { try await controller.perform(FetchHello(path: "/gated/refresh")) } }
                     var coalesced = 0
                     for await event in events {
-                        if case .coalesced = event.kind { coalesced += 1 }
+                        if case .coalesced = event.detail { coalesced += 1 }
                         if coalesced == 4 { break }
                     }
                     server.gates.open("refresh")
@@ -157,7 +157,7 @@ import Testing
     @Test func theControllerForgetsEveryJobOnceIdle() async throws {
         let transport = ScriptedTransport { request in
             for _ in 0..<3 { await Task.yield() }
-            return TransportResponse(status: 200, headers: ["Content-Length": "19"], body: ResponseBody(data: Data(#"{"message":"hello"}"#.utf8)))
+            return TransportResponse(status: 200, headers: ["Content-Length": "19"], body: TransportBody(data: Data(#"{"message":"hello"}"#.utf8)))
         }
         let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://a.test")!, transport: transport, concurrencyLimit: 3, notificationCenter: nil))
         await withTaskGroup(of: Void.self) { group in
@@ -187,7 +187,7 @@ import Testing
                 var started = 0
                 var coalesced = 0
                 for await event in events {
-                    switch event.kind {
+                    switch event.detail {
                     case .started: started += 1
                     case .coalesced: coalesced += 1
                     default: break
@@ -215,8 +215,8 @@ import Testing
                 var started: [Ticket.ID] = []
                 var promoted = false
                 for await event in events {
-                    switch event.kind {
-                    case .started: started.append(event.ticket)
+                    switch event.detail {
+                    case .started: started.append(try #require(event.ticket))
                     case .promoted(let from, let to): promoted = from == .veryLow && to == .high
                     default: break
                     }
@@ -259,7 +259,7 @@ import Testing
                 server.gates.open("first")
                 var order: [Ticket.ID] = []
                 for await event in events {
-                    if case .finished = event.kind { order.append(event.ticket) }
+                    if case .finished = event.detail { order.append(try #require(event.ticket)) }
                     if order.count == 2 { break }
                 }
                 #expect(order == [first.id, second.id])
@@ -333,7 +333,7 @@ import Testing
             let shutdown = Task { await controller.shutdown(grace: .seconds(30)) }
             var cancelled = 0
             for await event in events {
-                if case .cancelled = event.kind { cancelled += 1 }
+                if case .cancelled = event.detail { cancelled += 1 }
                 if cancelled == 3 { break }
             }
             #expect(!post.isFinished)
@@ -443,7 +443,7 @@ import Testing
                 let ticket = controller.enqueue(FetchHello())
                 var kinds: [String] = []
                 for await event in events where event.ticket == ticket.id {
-                    switch event.kind {
+                    switch event.detail {
                     case .enqueued(let priority, let category):
                         #expect(priority == .normal && category == .default)
                         kinds.append("enqueued")
@@ -468,7 +468,7 @@ import Testing
     @Test func progressReachesJoinedTicketsAndStopsAtCancelledOnes() async throws {
         let feed = ChunkFeed()
         let transport = ScriptedTransport { _ in
-            TransportResponse(status: 200, body: ResponseBody(unfolding: { await feed.next() }))
+            TransportResponse(status: 200, body: TransportBody(unfolding: { await feed.next() }))
         }
         let controller = NetworkController(configuration: .init(transport: transport, notificationCenter: nil))
         let url = URL(string: "http://a.test/big")!
@@ -484,7 +484,7 @@ import Testing
         _ = await next("started", of: first)
         await feed.send(Data(count: 10))
         let firstChunk = await next("progress", of: first)
-        guard case .progress(let progress) = firstChunk?.kind else {
+        guard case .progress(let progress) = firstChunk?.detail else {
             Issue.record("no progress event for the first chunk")
             return
         }
@@ -500,9 +500,9 @@ import Testing
         await feed.send(nil)
         var finished: Set<Ticket.ID> = []
         while finished.count < 2, let event = await events.next() {
-            switch event.kind {
-            case .progress(let progress): progressFor[event.ticket, default: []].append(progress.received)
-            case .finished: finished.insert(event.ticket)
+            switch event.detail {
+            case .progress(let progress): progressFor[try #require(event.ticket), default: []].append(progress.received)
+            case .finished: finished.insert(try #require(event.ticket))
             default: break
             }
         }
@@ -525,7 +525,7 @@ import Testing
                     let event = note.userInfo?[NetworkEvent.UserInfoKey.event] as? NetworkEvent
                     let error = note.userInfo?[NetworkEvent.UserInfoKey.error] as? DepotError
                     if let event, event.notificationName == note.name {
-                        seen.withLock { $0.append((note.name, event.operation, error?.code, note.object != nil, note.userInfo?.count ?? 0)) }
+                        seen.withLock { $0.append((note.name, event.operation ?? "", error?.code, note.object != nil, note.userInfo?.count ?? 0)) }
                     }
                 }
             }

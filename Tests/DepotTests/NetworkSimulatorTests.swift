@@ -7,7 +7,7 @@ import Testing
 @Suite struct NetworkSimulatorTests {
     static let base = URL(string: "http://sim.test")!
 
-    func request(_ path: String, _ method: HTTPMethod = .get) -> TransportRequest {
+    func request(_ path: String, _ method: NetworkRequest.Method = .get) -> TransportRequest {
         TransportRequest(url: Self.base.appending(path: path), method: method)
     }
 

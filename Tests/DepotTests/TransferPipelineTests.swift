@@ -15,7 +15,7 @@ import Testing
     }
 
     func ok(_ text: String = "ok") -> TransportResponse {
-        TransportResponse(status: 200, headers: ["Content-Length": "\(text.utf8.count)"], body: ResponseBody(data: Data(text.utf8)))
+        TransportResponse(status: 200, headers: ["Content-Length": "\(text.utf8.count)"], body: TransportBody(data: Data(text.utf8)))
     }
 
     @Test func refusesHTTPSToHTTPRedirect() async throws {
@@ -38,7 +38,7 @@ import Testing
     }
 
     @Test func dropsCredentialsWhenTheOriginChangesAndKeepsThemOtherwise() async throws {
-        let seen = Locked<[String: HTTPHeaders]>([:])
+        let seen = Locked<[String: HeaderFields]>([:])
         let transport = ScriptedTransport { request in
             seen.withLock { $0[request.url.absoluteString] = request.headers }
             switch request.url.path {
@@ -119,7 +119,7 @@ import Testing
 
     @Test func rejectsADeclaredLengthOverTheLimitBeforeReading() async throws {
         let transport = ScriptedTransport { _ in
-            TransportResponse(status: 200, headers: ["Content-Length": "2000"], body: ResponseBody(unfolding: {
+            TransportResponse(status: 200, headers: ["Content-Length": "2000"], body: TransportBody(unfolding: {
                 Issue.record("the body must not be read")
                 return nil
             }))
@@ -143,7 +143,7 @@ import Testing
     @Test func stopsReadingAnEndlessBodyAtTheLimit() async throws {
         let pulled = Locked(0)
         let transport = ScriptedTransport { _ in
-            TransportResponse(status: 200, body: ResponseBody(unfolding: {
+            TransportResponse(status: 200, body: TransportBody(unfolding: {
                 pulled.withLock { $0 += 1 }
                 return Data(count: 1024)
             }))
@@ -155,7 +155,7 @@ import Testing
 
     @Test func aCancelledPulledBodyPullsNoFurtherChunk() async throws {
         let pulled = Locked(0)
-        let body = ResponseBody(unfolding: {
+        let body = TransportBody(unfolding: {
             pulled.withLock { $0 += 1 }
             return Data([1])
         })
@@ -169,7 +169,7 @@ import Testing
 
     @Test func aPulledBodyThatFailedEnds() async throws {
         let pulled = Locked(0)
-        let body = ResponseBody(unfolding: {
+        let body = TransportBody(unfolding: {
             let count = pulled.withLock { $0 += 1; return $0 }
             if count == 1 { throw DepotError(.connectionLost) }
             return Data([1])
@@ -182,7 +182,7 @@ import Testing
 
     @Test func detectsATruncatedBody() async throws {
         let transport = ScriptedTransport { _ in
-            TransportResponse(status: 200, headers: ["Content-Length": "100"], body: ResponseBody(data: Data(count: 10)))
+            TransportResponse(status: 200, headers: ["Content-Length": "100"], body: TransportBody(data: Data(count: 10)))
         }
         let error = await DepotError.from { _ = try await pipeline(transport).run(TransportRequest(url: URL(string: "http://a.test/")!), timeout: .default) { _ in } }
         #expect(error?.code == .connectionLost)
@@ -194,7 +194,7 @@ import Testing
         let chunks = Locked(0)
         let transport = ScriptedTransport { _ in
             clock.advance(by: .milliseconds(100))  // time to first byte
-            return TransportResponse(status: 200, headers: ["Content-Length": "3072"], body: ResponseBody(unfolding: {
+            return TransportResponse(status: 200, headers: ["Content-Length": "3072"], body: TransportBody(unfolding: {
                 let n = chunks.withLock { $0 += 1; return $0 }
                 guard n <= 3 else { return nil }
                 clock.advance(by: .milliseconds(50))
@@ -240,7 +240,7 @@ import Testing
         let origin = clock.now
         let sent = Locked(0)
         let transport = ScriptedTransport { _ in
-            TransportResponse(status: 200, body: ResponseBody(unfolding: {
+            TransportResponse(status: 200, body: TransportBody(unfolding: {
                 let n = sent.withLock { $0 += 1; return $0 }
                 guard n <= 5 else { return nil }
                 // Chunk n arrives at t = 8n s: each gap is under the 10 s idle limit, the total is not.
@@ -269,7 +269,7 @@ import Testing
         let origin = clock.now
         let sent = Locked(0)
         let transport = ScriptedTransport { _ in
-            TransportResponse(status: 200, body: ResponseBody(unfolding: {
+            TransportResponse(status: 200, body: TransportBody(unfolding: {
                 let n = sent.withLock { $0 += 1; return $0 }
                 try await clock.sleep(until: origin.advanced(by: .seconds(n)))  // one byte a second, forever
                 return Data(count: 1)
@@ -301,7 +301,7 @@ import Testing
     @Test func aSlicedSingleChunkStillGivesABodyIndexedFromZero() async throws {
         let whole = Data("--sliced".utf8)
         let transport = ScriptedTransport { _ in
-            TransportResponse(status: 200, headers: ["Content-Length": "6"], body: ResponseBody(data: whole[2...]))
+            TransportResponse(status: 200, headers: ["Content-Length": "6"], body: TransportBody(data: whole[2...]))
         }
         let result = try await pipeline(transport).run(TransportRequest(url: URL(string: "http://example.test/")!), timeout: .default) { _ in }
         #expect(result.response.body.startIndex == 0)

@@ -18,7 +18,7 @@ import Testing
     func postsJSONAndFormBodies(kind: TransportKind) async throws {
         struct PostForm: NetworkOperation {
             typealias Output = [String: String]
-            var request: Request { .post("/echo/body", form: ["name": "Ann Smith", "note": "a&b=c"]) }
+            var request: NetworkRequest { .post("/echo/body", form: ["name": "Ann Smith", "note": "a&b=c"]) }
         }
         try await withServer { server in
             try await withController(kind.make(), baseURL: server.baseURL) { controller in
@@ -175,7 +175,7 @@ import Testing
                 let ticket = controller.enqueue(FetchRaw(url: server.url(.endless)))
                 // Wait until body bytes are arriving, then cancel.
                 for await event in events {
-                    if event.ticket == ticket.id, case .progress = event.kind { break }
+                    if event.ticket == ticket.id, case .progress = event.detail { break }
                 }
                 ticket.cancel()
                 var aborts = server.aborts.makeAsyncIterator()
@@ -197,8 +197,8 @@ import Testing
                 var last: TransferProgress?
                 var finished: NetworkEvent.Finished?
                 for await event in events {
-                    if case .progress(let progress) = event.kind { last = progress }
-                    if case .finished(let info) = event.kind { finished = info; break }
+                    if case .progress(let progress) = event.detail { last = progress }
+                    if case .finished(let info) = event.detail { finished = info; break }
                 }
                 #expect(last == TransferProgress(received: 300_000, expected: 300_000))
                 #expect(finished?.bytes == 300_000)

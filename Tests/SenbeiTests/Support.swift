@@ -156,7 +156,7 @@ struct ServerControl: NetworkOperation {
     }
 
     let body: Body
-    var request: Depot.Request { .post("_control", json: body) }
+    var request: NetworkRequest { .post("_control", json: body) }
 
     static func send(to server: DemoServer, route: String? = nil, latencyMs: Int? = nil, offline: Bool? = nil) async throws {
         let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil))

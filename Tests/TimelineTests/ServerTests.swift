@@ -124,8 +124,8 @@ struct ServerTests {
             let retries = Task {
                 var count = 0
                 for await event in events {
-                    if case .retried = event.kind { count += 1 }
-                    if case .finished = event.kind, event.operation == "CreatePost" { return count }
+                    if event.kind == .retried { count += 1 }
+                    if event.kind == .finished, event.operation == "CreatePost" { return count }
                 }
                 return count
             }

@@ -20,11 +20,11 @@ enum ConditionsBench {
     ]
 
     struct Get: NetworkOperation {
-        typealias Output = Response
+        typealias Output = NetworkResponse
         var path: String
         var priority: Priority
         var category: OperationCategory
-        var request: Request { .get(path) }
+        var request: NetworkRequest { .get(path) }
         var coalescing: Coalescing { .never }
     }
 

@@ -35,10 +35,10 @@ enum IngestBench {
     /// Parse, then write with one prepared statement.
     struct IngestSongs: CachingOperation {
         var url: URL
-        var request: Depot.Request { .get(url) }
+        var request: NetworkRequest { .get(url) }
         var cacheKey: String { "songs" }
 
-        func parse(_ response: Response, context: OperationContext) async throws -> [Song] {
+        func parse(_ response: NetworkResponse, context: OperationContext) async throws -> [Song] {
             try response.decode([Song].self)
         }
 
@@ -50,10 +50,10 @@ enum IngestBench {
     /// Parse chunks on another core while this one writes.
     struct OverlappedIngestSongs: CachingOperation {
         var url: URL
-        var request: Depot.Request { .get(url) }
+        var request: NetworkRequest { .get(url) }
         var cacheKey: String { "songs" }
 
-        func write(_ response: Response, to db: Database) throws -> Int {
+        func write(_ response: NetworkResponse, to db: Database) throws -> Int {
             try JSONArrayIngest.decode(Song.self, from: response.body, into: db) { db, songs in
                 _ = try IngestBench.insert(songs, db: db)
             }

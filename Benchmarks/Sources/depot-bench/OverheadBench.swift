@@ -8,7 +8,7 @@ enum OverheadBench {
     struct InstantTransport: Transport {
         let body = Data(repeating: UInt8(ascii: "x"), count: 1024)
         func send(_ request: TransportRequest) async throws -> TransportResponse {
-            TransportResponse(status: 200, headers: ["Content-Length": "1024"], body: ResponseBody(data: body))
+            TransportResponse(status: 200, headers: ["Content-Length": "1024"], body: TransportBody(data: body))
         }
     }
 
@@ -18,7 +18,7 @@ enum OverheadBench {
         let body = Data(repeating: UInt8(ascii: "x"), count: 1024)
         let queue = DispatchQueue(label: "depot-bench.suspending")
         func send(_ request: TransportRequest) async throws -> TransportResponse {
-            let response = TransportResponse(status: 200, headers: ["Content-Length": "1024"], body: ResponseBody(data: body))
+            let response = TransportResponse(status: 200, headers: ["Content-Length": "1024"], body: TransportBody(data: body))
             return await withCheckedContinuation { continuation in queue.async { continuation.resume(returning: response) } }
         }
     }

@@ -30,9 +30,9 @@ enum TransportBench {
     /// One GET of an item; the output is the body.
     struct GetItem: NetworkOperation {
         var id: Int
-        var request: Depot.Request { .get("/items/\(id)") }
+        var request: NetworkRequest { .get("/items/\(id)") }
         var coalescing: Coalescing { .never }
-        func process(_ response: Depot.Response, context: OperationContext) async throws -> Int { response.body.count }
+        func process(_ response: NetworkResponse, context: OperationContext) async throws -> Int { response.body.count }
     }
 
     static func run(requests: Int, repeats: Int) async throws {

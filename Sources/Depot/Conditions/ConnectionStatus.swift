@@ -65,13 +65,3 @@ public final class ConnectionStatus {
         if pausedCategories != estimate.pausedCategories { pausedCategories = estimate.pausedCategories }
     }
 }
-
-extension NetworkEvent.Kind {
-    /// Whether the operation ended (finished, failed or cancelled).
-    var isTerminal: Bool {
-        switch self {
-        case .finished, .failed, .cancelled: true
-        default: false
-        }
-    }
-}

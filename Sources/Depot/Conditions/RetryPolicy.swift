@@ -32,7 +32,7 @@ public struct RetryPolicy: Sendable, Hashable {
     /// A longer `Retry-After` is shortened to this.
     public var maximumRetryAfter: Duration
     /// Methods that may be retried.
-    public var methods: Set<HTTPMethod>
+    public var methods: Set<NetworkRequest.Method>
     /// Statuses that may be retried.
     public var statuses: Set<Int>
     /// Error codes (of failures without a status) that may be retried.
@@ -55,7 +55,7 @@ public struct RetryPolicy: Sendable, Hashable {
         baseDelay: Duration = .milliseconds(500),
         maximumDelay: Duration = .seconds(30),
         maximumRetryAfter: Duration = .seconds(60),
-        methods: Set<HTTPMethod> = [.get, .head, .put, .delete, .options],
+        methods: Set<NetworkRequest.Method> = [.get, .head, .put, .delete, .options],
         statuses: Set<Int> = [408, 429, 502, 503, 504],
         codes: Set<DepotError.Code> = [.connectionLost]
     ) {
@@ -117,8 +117,8 @@ public struct RetryPolicy: Sendable, Hashable {
     ///   - generator: The source of jitter.
     public func decision(
         for error: DepotError,
-        headers: HTTPHeaders = [:],
-        method: HTTPMethod,
+        headers: HeaderFields = [:],
+        method: NetworkRequest.Method,
         attempt: Int,
         now: Date,
         using generator: inout some RandomNumberGenerator
@@ -145,8 +145,8 @@ public struct RetryPolicy: Sendable, Hashable {
     ///   - generator: The source of jitter.
     public func decision(
         forStatus status: Int,
-        headers: HTTPHeaders,
-        method: HTTPMethod,
+        headers: HeaderFields,
+        method: NetworkRequest.Method,
         attempt: Int,
         now: Date,
         using generator: inout some RandomNumberGenerator
@@ -160,7 +160,7 @@ public struct RetryPolicy: Sendable, Hashable {
     }
 
     /// ``decision(for:headers:method:attempt:now:using:)`` with the system's random numbers.
-    public func decision(for error: DepotError, headers: HTTPHeaders = [:], method: HTTPMethod, attempt: Int, now: Date) -> RetryDecision {
+    public func decision(for error: DepotError, headers: HeaderFields = [:], method: NetworkRequest.Method, attempt: Int, now: Date) -> RetryDecision {
         var generator = SystemRandomNumberGenerator()
         return decision(for: error, headers: headers, method: method, attempt: attempt, now: now, using: &generator)
     }
@@ -168,7 +168,7 @@ public struct RetryPolicy: Sendable, Hashable {
     /// Failures of the transfer itself, judged by their code even when a status came first.
     private static let transferCodes: Set<DepotError.Code> = [.connectionLost, .timedOut, .tooLarge, .offline, .transport, .cancelled, .tooManyRedirects, .insecureRedirect]
 
-    private func refusal(method: HTTPMethod, attempt: Int) -> RetryDecision.Reason? {
+    private func refusal(method: NetworkRequest.Method, attempt: Int) -> RetryDecision.Reason? {
         if !methods.contains(method) { return .methodNotRetryable }
         if attempt >= maximumAttempts { return .attemptsExhausted }
         return nil
@@ -176,6 +176,10 @@ public struct RetryPolicy: Sendable, Hashable {
 }
 
 /// What a ``RetryPolicy`` (and a ``RetryBudget``) decided about a failure.
+///
+/// Frozen on purpose: a failure is retried or it is not, so a `switch` over
+/// these two cases stays exhaustive. New reasons not to retry are added to
+/// ``Reason``, a struct with static members.
 public enum RetryDecision: Sendable, Hashable {
     /// Send the request again after this delay.
     case retry(after: Duration)

@@ -163,7 +163,7 @@ extension NetworkController {
             guard case .qualityChanged(let old, let new) = change else { continue }
             latest = max(latest, now)
             state.conditions.quality = new
-            effects.append(.emit(controllerEvent(.qualityChanged(from: old, to: new), at: now)))
+            effects.append(.emit(controllerEvent(.qualityChanged(from: old, to: new), at: now), nil))
             configuration.trace?.quality(new, at: now)
             if new == .offline {
                 state.conditions.probing = false
@@ -186,14 +186,14 @@ extension NetworkController {
             for category in changes.pause.sorted(by: { $0.rawValue < $1.rawValue }) where !state.conditions.rulePaused.contains(category) {
                 state.conditions.rulePaused.insert(category)
                 apply(state.scheduler.pause(category: category), in: &state, at: now, into: &effects)
-                effects.append(.emit(controllerEvent(.categoryPaused(category), at: now)))
+                effects.append(.emit(controllerEvent(.categoryPaused(category), at: now), nil))
             }
             for category in changes.resume.sorted(by: { $0.rawValue < $1.rawValue }) where state.conditions.rulePaused.contains(category) {
                 state.conditions.rulePaused.remove(category)
                 if !state.conditions.userPaused.contains(category) {
                     apply(state.scheduler.resume(category: category), in: &state, at: now, into: &effects)
                 }
-                effects.append(.emit(controllerEvent(.categoryResumed(category), at: now)))
+                effects.append(.emit(controllerEvent(.categoryResumed(category), at: now), nil))
             }
             for ticket in changes.cancel {
                 state.conditions.droppable.remove(ticket)
@@ -209,13 +209,13 @@ extension NetworkController {
     func applyEffectiveLimit(in state: inout State, at now: Duration) -> [Effect] {
         let limit = state.conditions.effectiveLimit
         guard limit != state.scheduler.limit else { return [] }
-        var effects = [Effect.emit(controllerEvent(.concurrencyChanged(limit: limit), at: now))]
+        var effects = [Effect.emit(controllerEvent(.concurrencyChanged(limit: limit), at: now), nil)]
         apply(state.scheduler.setLimit(limit), in: &state, at: now, into: &effects)
         return effects
     }
 
-    func controllerEvent(_ kind: NetworkEvent.Kind, at now: Duration) -> NetworkEvent {
-        NetworkEvent(time: now, ticket: Ticket.ID(rawValue: 0), operation: "", kind: kind)
+    func controllerEvent(_ detail: NetworkEvent.Detail, at now: Duration) -> NetworkEvent {
+        NetworkEvent(time: now, ticket: nil, operation: nil, detail: detail)
     }
 
     // MARK: - Offline probes
@@ -236,7 +236,7 @@ extension NetworkController {
                     guard state.conditions.isOffline, !state.isShutDown else { return nil }
                     state.conditions.probing = true
                     state.conditions.probeAttempt += 1
-                    var effects = [Effect.emit(self.controllerEvent(.probing(attempt: state.conditions.probeAttempt), at: now))]
+                    var effects = [Effect.emit(self.controllerEvent(.probing(attempt: state.conditions.probeAttempt), at: now), nil)]
                     effects += self.applyEffectiveLimit(in: &state, at: now)
                     return effects
                 }
@@ -263,9 +263,9 @@ extension NetworkController {
     /// Whether to retry an attempt that failed, with the budget and jitter applied.
     func retryDecision<Operation: NetworkOperation>(
         for error: DepotError,
-        headers: HTTPHeaders,
+        headers: HeaderFields,
         operation: Operation,
-        method: HTTPMethod,
+        method: NetworkRequest.Method,
         attempt: Int
     ) -> RetryDecision {
         let policy = operation.retryPolicy ?? configuration.retryPolicy
@@ -285,8 +285,8 @@ extension NetworkController {
         let now = timebase.now()
         let effects = state.withLock { state -> [Effect] in
             state.scheduler.waiters(of: job).compactMap { waiter in
-                guard let name = state.records[waiter]?.ticket.operationName else { return nil }
-                return .emit(event(waiter, name, .retried(attempt: attempt, delay: delay, error: error), at: now))
+                guard let ticket = state.records[waiter]?.ticket else { return nil }
+                return emit(ticket, .retried(attempt: attempt, delay: delay, error: error), at: now)
             }
         }
         perform(effects)
@@ -302,9 +302,9 @@ extension NetworkController {
         let effects = state.withLock { state -> [Effect] in
             state.conditions.backingOff -= 1
             return state.scheduler.waiters(of: job).compactMap { waiter in
-                guard let name = state.records[waiter]?.ticket.operationName else { return nil }
+                guard let ticket = state.records[waiter]?.ticket else { return nil }
                 configuration.trace?.started(waiter, at: now)
-                return .emit(event(waiter, name, .started(attempt: nextAttempt), at: now))
+                return emit(ticket, .started(attempt: nextAttempt), at: now)
             }
         }
         perform(effects)

@@ -34,7 +34,7 @@ extension NetworkController {
                     running.add(ticket)
                     state.conditions.droppable.remove(waiter)
                     configuration.trace?.started(waiter, at: now)
-                    effects.append(.emit(event(waiter, ticket.operationName, .started(attempt: 1), at: now)))
+                    effects.append(emit(ticket, .started(attempt: 1), at: now))
                 }
                 state.running[job] = running
                 // Launched after the events above are emitted, so a job's own events
@@ -67,11 +67,11 @@ extension NetworkController {
             case .coalesced(let id, let job):
                 guard let record = state.records[id] else { continue }
                 state.running[job]?.add(record.ticket)  // A running job: progress reaches this ticket too.
-                effects.append(.emit(event(id, record.ticket.operationName, .coalesced(into: job), at: now)))
+                effects.append(emit(record.ticket, .coalesced(into: job), at: now))
             case .promoted(let job, let from, let to):
                 for waiter in state.scheduler.waiters(of: job) {
                     guard let record = state.records[waiter] else { continue }
-                    effects.append(.emit(event(waiter, record.ticket.operationName, .promoted(from: from, to: to), at: now)))
+                    effects.append(emit(record.ticket, .promoted(from: from, to: to), at: now))
                 }
             }
         }
@@ -106,7 +106,7 @@ extension NetworkController {
         case .success:
             ticket.resolve(.succeeded, failure: nil)
             let finished = finished ?? NetworkEvent.Finished(status: 0, bytes: 0, duration: now - record.enqueuedAt, sample: nil)
-            effects.append(.emit(event(ticket.id, ticket.operationName, .finished(finished), at: now)))
+            effects.append(emit(ticket, .finished(finished), at: now))
             if logsDebug {
                 effects.append(.log(.debug, "finished", metadata.merging([
                     "http.status": "\(finished.status)", "depot.bytes": "\(finished.bytes)", "depot.duration_ms": "\(finished.duration.milliseconds)",
@@ -117,12 +117,12 @@ extension NetworkController {
             let named = error.named(ticket.operationName)
             if named.code == .cancelled || outcome == .cancelled {
                 ticket.resolve(.cancelled, failure: named)
-                effects.append(.emit(event(ticket.id, ticket.operationName, .cancelled, at: now)))
+                effects.append(emit(ticket, .cancelled, at: now))
                 if logsDebug { effects.append(.log(.debug, "cancelled", metadata)) }
                 if counted { state.report?.cancelled += 1 }
             } else {
                 ticket.resolve(.failed, failure: named)
-                effects.append(.emit(event(ticket.id, ticket.operationName, .failed(named), at: now)))
+                effects.append(emit(ticket, .failed(named), at: now))
                 if logsDebug { effects.append(.log(.debug, "failed", metadata.merging(["depot.error": "\(named)"]) { $1 })) }
                 if counted { state.report?.failed += 1 }
             }
@@ -167,8 +167,8 @@ extension NetworkController {
                 // No network: back to the queue (behind its peers), to run when it returns.
                 // The probe that found no network ends with it.
                 var effects: [Effect] = state.scheduler.waiters(of: job).compactMap { waiter in
-                    guard let name = state.records[waiter]?.ticket.operationName else { return nil }
-                    return .emit(event(waiter, name, .waitingForNetwork(error), at: now))
+                    guard let ticket = state.records[waiter]?.ticket else { return nil }
+                    return emit(ticket, .waitingForNetwork(error), at: now)
                 }
                 if state.conditions.isOffline { state.conditions.probing = false }
                 effects += applyEffectiveLimit(in: &state, at: now)
@@ -201,21 +201,32 @@ extension NetworkController {
         let open = tickets.filter { $0.updateProgressIfOpen(progress) }
         guard !open.isEmpty else { return }
         let now = timebase.now()
-        perform(open.map { .emit(event($0.id, $0.operationName, .progress(progress), at: now)) })
+        // Not numbered: progress goes out between a ticket's `enqueued` and its end (see EventOrder).
+        perform(open.map { .emit(NetworkEvent(time: now, ticket: $0.id, operation: $0.operationName, detail: .progress(progress)), $0) })
     }
 
-    func event(_ id: Ticket.ID, _ name: String, _ kind: NetworkEvent.Kind, at now: Duration) -> NetworkEvent {
-        NetworkEvent(time: now, ticket: id, operation: name, kind: kind)
+    /// An event of `ticket`, numbered: call it under the controller's lock, in
+    /// the order things happen, and perform the effect (an unperformed one
+    /// would hold back the ticket's later events).
+    func emit(_ ticket: Ticket, _ detail: NetworkEvent.Detail, at now: Duration) -> Effect {
+        .emit(NetworkEvent(time: now, ticket: ticket.id, operation: ticket.operationName, detail: detail, sequence: ticket.numberEvent()), ticket)
+    }
+
+    /// Hands `event` to `events` subscribers and posts its notification.
+    private func publish(_ event: NetworkEvent) {
+        hub.emit(event)
+        // Progress is too frequent for NotificationCenter; it stays on `events` and `Ticket.progress`.
+        if case .progress = event.detail { return }
+        configuration.notificationCenter?.post(name: event.notificationName, object: nil, userInfo: event.userInfo)
     }
 
     func perform(_ effects: [Effect]) {
         for effect in effects {
             switch effect {
-            case .emit(let event):
-                hub.emit(event)
-                // Progress is too frequent for NotificationCenter; it stays on `events` and `Ticket.progress`.
-                if case .progress = event.kind { continue }
-                configuration.notificationCenter?.post(name: event.notificationName, object: nil, userInfo: event.userInfo)
+            case .emit(let event, let ticket?):
+                ticket.deliverInOrder(event, publish)
+            case .emit(let event, nil):
+                publish(event)
             case .deliver(let deliver, let result):
                 deliver(result)
             case .cancel(let task):

@@ -7,7 +7,7 @@ extension NetworkController {
     func execute<Operation: NetworkOperation>(
         _ operation: Operation,
         name: String,
-        request: Request,
+        request: NetworkRequest,
         url: URL,
         environment: JobEnvironment
     ) async -> JobResult {
@@ -55,15 +55,15 @@ extension NetworkController {
     }
 
     enum AttemptOutcome {
-        case response(Response, TransferSample?)
-        case failed(DepotError, headers: HTTPHeaders, sample: TransferSample?)
+        case response(NetworkResponse, TransferSample?)
+        case failed(DepotError, headers: HeaderFields, sample: TransferSample?)
     }
 
     /// One attempt: build and adapt the request, transfer, validate.
     private func attemptTransfer<Operation: NetworkOperation>(
         _ operation: Operation,
         name: String,
-        request: Request,
+        request: NetworkRequest,
         url: URL,
         attempt: Int,
         environment: JobEnvironment,
@@ -137,7 +137,7 @@ extension NetworkController {
     private func process<Operation: NetworkOperation>(
         _ operation: Operation,
         name: String,
-        response: Response,
+        response: NetworkResponse,
         sample: TransferSample?,
         attempt: Int,
         environment: JobEnvironment,

@@ -82,7 +82,8 @@ public final class NetworkController: Sendable {
     /// What to do outside the lock. Resuming continuations and cancelling tasks
     /// take the Swift runtime's task locks, so they must never run under ours.
     enum Effect {
-        case emit(NetworkEvent)
+        /// An event, with its ticket (which delivers it in order), or `nil` for a controller-wide one.
+        case emit(NetworkEvent, Ticket?)
         case cancel(Task<Void, Never>)
         case cancelJob(RunningJob)
         case resume(CheckedContinuation<Void, Never>)
@@ -266,7 +267,7 @@ public final class NetworkController: Sendable {
         } catch {
             // After shutdown every operation fails the same way, a malformed one too.
             let failure = isShutDown ? DepotError(.shutDown, operation: name) : error.named(name)
-            rejectAtOnce(ticket, deliver: deliver, error: failure, at: now)
+            rejectAtOnce(ticket, priority: operation.priority, category: operation.category, deliver: deliver, error: failure, at: now)
             return ticket
         }
         let entry = Scheduler.Entry(
@@ -289,6 +290,7 @@ public final class NetworkController: Sendable {
         effects.reserveCapacity(4)  // enqueued, started, launch: one allocation
         state.withLock { state in
             if state.isShutDown {
+                effects.append(emit(ticket, .enqueued(priority: entry.priority, category: entry.category), at: now))
                 resolve(record, .failure(DepotError(.shutDown, operation: name)), outcome: .failed, at: now, counted: false, in: &state, into: &effects)
                 return
             }
@@ -296,12 +298,12 @@ public final class NetworkController: Sendable {
             for dependency in dependencies {
                 guard let outcome = dependency.outcome, outcome != .succeeded else { continue }
                 let cause = dependency.state.withLock { $0.failure } ?? DepotError(.cancelled, operation: dependency.operationName)
-                effects.append(.emit(event(id, name, .enqueued(priority: entry.priority, category: entry.category), at: now)))
+                effects.append(emit(ticket, .enqueued(priority: entry.priority, category: entry.category), at: now))
                 resolve(record, .failure(DepotError(.dependencyFailed, operation: name, underlying: cause)), outcome: .failed, at: now, in: &state, into: &effects)
                 return
             }
             state.records[id] = record
-            effects.append(.emit(event(id, name, .enqueued(priority: entry.priority, category: entry.category), at: now)))
+            effects.append(emit(ticket, .enqueued(priority: entry.priority, category: entry.category), at: now))
             configuration.trace?.enqueued(id, name: name, priority: entry.priority, category: entry.category, at: now)
             let quality = state.conditions.quality
             if isDroppable {
@@ -332,17 +334,22 @@ public final class NetworkController: Sendable {
         return ticket
     }
 
-    private func rejectAtOnce(_ ticket: Ticket, deliver: @escaping @Sendable (Swift.Result<any Sendable, DepotError>) -> Void, error: DepotError, at now: Duration) {
+    private func rejectAtOnce(
+        _ ticket: Ticket, priority: Priority, category: OperationCategory,
+        deliver: @escaping @Sendable (Swift.Result<any Sendable, DepotError>) -> Void, error: DepotError, at now: Duration
+    ) {
         ticket.resolve(.failed, failure: error)
+        // Every ticket's story starts with `enqueued`, a refused one's too.
         perform([
-            .emit(event(ticket.id, ticket.operationName, .failed(error), at: now)),
+            emit(ticket, .enqueued(priority: priority, category: category), at: now),
+            emit(ticket, .failed(error), at: now),
             .deliver(deliver, .failure(error)),
         ])
     }
 
     /// Keys are compared only within this process, so the operation's type is
     /// named by its metadata address: no type name to work out per request.
-    static func coalescingKey<Operation: NetworkOperation>(for operation: Operation, method: HTTPMethod, url: URL) -> String? {
+    static func coalescingKey<Operation: NetworkOperation>(for operation: Operation, method: NetworkRequest.Method, url: URL) -> String? {
         var type: String { String(UInt(bitPattern: ObjectIdentifier(Operation.self)), radix: 16) }
         switch operation.coalescing.base {
         case .never:

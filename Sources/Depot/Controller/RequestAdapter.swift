@@ -25,10 +25,10 @@ public protocol RequestAdapter: Sendable {
 /// DefaultHeaders(["Accept": "application/json"])
 /// ```
 public struct DefaultHeaders: RequestAdapter {
-    let headers: HTTPHeaders
+    let headers: HeaderFields
 
     /// Adds `headers` to every request that lacks them.
-    public init(_ headers: HTTPHeaders) {
+    public init(_ headers: HeaderFields) {
         self.headers = headers
     }
 

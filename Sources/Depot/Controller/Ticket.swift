@@ -53,6 +53,7 @@ public final class Ticket: Hashable, Sendable, CustomStringConvertible {
         var progress = TransferProgress()
         var outcome: Scheduler.Outcome?
         var failure: DepotError?
+        var events = EventOrder()
     }
 
     /// This ticket's identity.
@@ -60,6 +61,9 @@ public final class Ticket: Hashable, Sendable, CustomStringConvertible {
     /// The name of the operation it stands for.
     public let operationName: String
     let state: Mutex<State>
+    /// The last number given to one of this ticket's events. Taken under the
+    /// controller's lock, so the numbers follow the order things happened in.
+    private let eventCount = Atomic<UInt32>(0)
     /// Weak: a ticket kept after its controller is gone cancels nothing.
     /// (A reference, not a closure: one allocation less per operation.)
     private weak let controller: NetworkController?
@@ -103,6 +107,21 @@ public final class Ticket: Hashable, Sendable, CustomStringConvertible {
             guard state.outcome == nil else { return false }
             state.progress = progress
             return true
+        }
+    }
+
+    /// The next number for one of this ticket's events.
+    func numberEvent() -> UInt32 {
+        eventCount.wrappingAdd(1, ordering: .relaxed).newValue
+    }
+
+    /// Hands this ticket's events to `deliver` in their numbers' order (see
+    /// ``EventOrder``): `event` now, later, or by another thread.
+    func deliverInOrder(_ event: NetworkEvent, _ deliver: (NetworkEvent) -> Void) {
+        var next = state.withLock { $0.events.admit(event) }
+        while let current = next {
+            deliver(current)
+            next = state.withLock { $0.events.next() }
         }
     }
 

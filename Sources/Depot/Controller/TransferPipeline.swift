@@ -18,7 +18,7 @@ struct TransferPipeline: Sendable {
     }
 
     struct Result: Sendable {
-        var response: Response
+        var response: NetworkResponse
         var sample: TransferSample
     }
 
@@ -120,7 +120,7 @@ struct TransferPipeline: Sendable {
             if let expected, Int64(body.count) < expected {
                 throw DepotError(.connectionLost, status: head.status, detail: "body truncated after \(body.count) of \(expected) bytes")
             }
-            let response = Response(status: head.status, headers: head.headers, body: body, url: request.url)
+            let response = NetworkResponse(status: head.status, headers: head.headers, body: body, url: request.url)
             let sample = TransferSample(bytes: Int64(body.count), timeToFirstByte: firstByte - sent, transferDuration: finished - firstByte)
             return Result(response: response, sample: sample)
         }
@@ -145,7 +145,7 @@ struct TransferPipeline: Sendable {
         var next = request
         next.url = target
         if Origin(target) != Origin(request.url) {
-            for name in HTTPHeaders.credentialNames { next.headers.remove(name: name) }
+            for name in HeaderFields.credentialNames { next.headers.remove(name: name) }
         }
         let becomesGET = head.status == 303 && request.method != .head
             || (head.status == 301 || head.status == 302) && request.method == .post

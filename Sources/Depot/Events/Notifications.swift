@@ -80,7 +80,7 @@ extension NetworkEvent {
         // was one more allocation per post.
         var info = [AnyHashable: Any](minimumCapacity: 2)
         info[UserInfoKey.event] = self
-        if case .failed(let error) = kind { info[UserInfoKey.error] = error }
+        if case .failed(let error) = detail { info[UserInfoKey.error] = error }
         return info
     }
 }

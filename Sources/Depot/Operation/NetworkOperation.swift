@@ -11,10 +11,10 @@ import Foundation
 /// ```swift
 /// struct FetchTopSongs: NetworkOperation {
 ///     var limit = 10
-///     var request: Request { .get("/topsongs/limit=\(limit)/json") }
+///     var request: NetworkRequest { .get("/topsongs/limit=\(limit)/json") }
 ///     var priority: Priority { .high }
 ///
-///     func process(_ response: Response, context: OperationContext) async throws -> [String] {
+///     func process(_ response: NetworkResponse, context: OperationContext) async throws -> [String] {
 ///         try response.decode(TopSongsFeed.self).feed.entry.map(\.title.label)
 ///     }
 /// }
@@ -30,16 +30,16 @@ public protocol NetworkOperation: Sendable {
     associatedtype Output: Sendable
 
     /// The request to send.
-    var request: Request { get }
+    var request: NetworkRequest { get }
 
     /// Turns an accepted response into the output, for example by parsing it and
     /// writing it to the cache. The seed's `processResponse`.
-    func process(_ response: Response, context: OperationContext) async throws -> Output
+    func process(_ response: NetworkResponse, context: OperationContext) async throws -> Output
 
     /// Checks the response before `process`. The default accepts 2xx and maps
     /// 401/403 to `.unauthorized`, 404 to `.notFound`, 5xx to `.server` and
     /// anything else to `.unexpectedStatus`.
-    func validate(_ response: Response) throws
+    func validate(_ response: NetworkResponse) throws
 
     /// Adjusts the encoded request just before it is sent, after the controller's
     /// adapters, with the operation's context at hand. The default does nothing.
@@ -86,23 +86,23 @@ extension NetworkOperation {
 
     public func prepare(_ request: inout TransportRequest, context: OperationContext) async throws {}
 
-    public func validate(_ response: Response) throws {
+    public func validate(_ response: NetworkResponse) throws {
         guard (200..<300).contains(response.status) else {
             throw DepotError.forStatus(response.status, body: response.body, operation: name)
         }
     }
 }
 
-extension NetworkOperation where Output == Response {
+extension NetworkOperation where Output == NetworkResponse {
     /// Hands back the response itself.
-    public func process(_ response: Response, context: OperationContext) async throws -> Response {
+    public func process(_ response: NetworkResponse, context: OperationContext) async throws -> NetworkResponse {
         response
     }
 }
 
 extension NetworkOperation where Output: Decodable {
     /// Decodes the body as JSON.
-    public func process(_ response: Response, context: OperationContext) async throws -> Output {
+    public func process(_ response: NetworkResponse, context: OperationContext) async throws -> Output {
         try response.decode(Output.self)
     }
 }

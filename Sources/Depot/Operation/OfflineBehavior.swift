@@ -18,7 +18,7 @@ public struct OfflineBehavior: Sendable, Hashable, CustomStringConvertible {
 
     /// Stay queued while offline and run when the network is back. A transfer
     /// that finds no network goes back to the queue (with a
-    /// ``NetworkEvent/Kind/waitingForNetwork(_:)`` event) instead of failing.
+    /// ``NetworkEvent/Kind/waitingForNetwork`` event) instead of failing.
     /// The default for GET and HEAD.
     public static let waitForConnectivity = OfflineBehavior(base: .waitForConnectivity)
     /// Fail with ``DepotError/Code/offline`` at once, never waiting for the

@@ -51,11 +51,27 @@ public struct OperationCategory: RawRepresentable, Hashable, Sendable, Expressib
 
 /// What happens to an operation when the app exits through
 /// ``NetworkController/shutdown(grace:)``.
-public enum ExitPolicy: Sendable, Hashable {
+///
+/// ```swift
+/// var exitPolicy: ExitPolicy { .finish }  // a post: let it go out
+/// ```
+///
+/// A struct with static members rather than an enum, so that policies can be
+/// added without breaking a `switch`: compare with `==`.
+public struct ExitPolicy: Sendable, Hashable, CustomStringConvertible {
+    enum Base: Sendable, Hashable {
+        case cancel
+        case finish
+    }
+
+    let base: Base
+
     /// Cancel it at once (the default: fetches, images).
-    case cancel
+    public static let cancel = ExitPolicy(base: .cancel)
     /// Let it finish within the grace period (posts, payments).
-    case finish
+    public static let finish = ExitPolicy(base: .finish)
+
+    public var description: String { "\(base)" }
 }
 
 /// How long an operation may wait for the network.

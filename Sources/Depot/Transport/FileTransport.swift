@@ -43,7 +43,7 @@ public struct FileTransport: Transport {
             return TransportResponse(status: 403, headers: ["Content-Length": "0"], body: .empty)
         }
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
-        var headers: HTTPHeaders = ["Content-Type": Self.contentType(for: request.url)]
+        var headers: HeaderFields = ["Content-Type": Self.contentType(for: request.url)]
         if let size { headers["Content-Length"] = "\(size)" }
         if request.method == .head {
             try? handle.close()
@@ -52,7 +52,7 @@ public struct FileTransport: Transport {
         let chunkSize = self.chunkSize
         // Pull-based: a chunk is read only when the consumer asks for one. The handle
         // closes itself when the body is released, also after an early stop.
-        let body = ResponseBody(unfolding: {
+        let body = TransportBody(unfolding: {
             do {
                 guard let chunk = try handle.read(upToCount: chunkSize), !chunk.isEmpty else { return nil }
                 return chunk

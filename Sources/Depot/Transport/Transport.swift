@@ -36,9 +36,9 @@ public struct TransportRequest: Sendable {
     /// The absolute URL.
     public var url: URL
     /// The method.
-    public var method: HTTPMethod
+    public var method: NetworkRequest.Method
     /// Every header to send.
-    public var headers: HTTPHeaders
+    public var headers: HeaderFields
     /// The encoded body.
     public var body: Data?
     /// The idle timeout; transports may use it as a backstop of their own.
@@ -48,7 +48,7 @@ public struct TransportRequest: Sendable {
     public var maximumBodySize: Int?
 
     /// Makes a request.
-    public init(url: URL, method: HTTPMethod = .get, headers: HTTPHeaders = [:], body: Data? = nil, timeout: Duration = Timeout.default.idle, maximumBodySize: Int? = nil) {
+    public init(url: URL, method: NetworkRequest.Method = .get, headers: HeaderFields = [:], body: Data? = nil, timeout: Duration = Timeout.default.idle, maximumBodySize: Int? = nil) {
         self.url = url
         self.method = method
         self.headers = headers
@@ -63,12 +63,12 @@ public struct TransportResponse: Sendable {
     /// The status code.
     public var status: Int
     /// The headers.
-    public var headers: HTTPHeaders
+    public var headers: HeaderFields
     /// The body, in chunks as they arrive.
-    public var body: ResponseBody
+    public var body: TransportBody
 
     /// Makes a response.
-    public init(status: Int, headers: HTTPHeaders = [:], body: ResponseBody) {
+    public init(status: Int, headers: HeaderFields = [:], body: TransportBody) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -87,7 +87,7 @@ public struct TransportResponse: Sendable {
 /// abandoned: when ``cancel()`` is called, or when the last copy of the body and
 /// its iterators are released before the end. Transports do not have to rely on
 /// the consumer reading to the end.
-public struct ResponseBody: AsyncSequence, Sendable {
+public struct TransportBody: AsyncSequence, Sendable {
     public typealias Element = Data
     public typealias Failure = any Error
 
@@ -109,7 +109,7 @@ public struct ResponseBody: AsyncSequence, Sendable {
     public static func makeStream(
         bufferingPolicy: AsyncThrowingStream<Data, any Error>.Continuation.BufferingPolicy = .unbounded,
         onTermination: @escaping @Sendable () -> Void = {}
-    ) -> (body: ResponseBody, continuation: AsyncThrowingStream<Data, any Error>.Continuation) {
+    ) -> (body: TransportBody, continuation: AsyncThrowingStream<Data, any Error>.Continuation) {
         let (stream, continuation) = AsyncThrowingStream<Data, any Error>.makeStream(bufferingPolicy: bufferingPolicy)
         let stopper = Stopper {
             continuation.finish(throwing: DepotError(.cancelled))
@@ -117,7 +117,7 @@ public struct ResponseBody: AsyncSequence, Sendable {
         }
         // Weak: the producer holds the continuation, and must not keep the stopper alive.
         continuation.onTermination = { [weak stopper] _ in stopper?.stop() }
-        return (ResponseBody(source: .stream(stream), stopper: stopper), continuation)
+        return (TransportBody(source: .stream(stream), stopper: stopper), continuation)
     }
 
     /// A body that is already in memory.
@@ -136,7 +136,7 @@ public struct ResponseBody: AsyncSequence, Sendable {
     }
 
     /// An empty body.
-    public static var empty: ResponseBody { ResponseBody(data: Data()) }
+    public static var empty: TransportBody { TransportBody(data: Data()) }
 
     private init(source: Source, stopper: Stopper?) {
         self.source = source

@@ -127,7 +127,7 @@ private final class Exchange: Sendable {
     func received(_ response: URLResponse) {
         let http = response as? HTTPURLResponse
         let fields = http?.allHeaderFields ?? [:]
-        var headers = HTTPHeaders()
+        var headers = HeaderFields()
         headers.reserveCapacity(fields.count)
         for (name, value) in fields {
             // A cast, not interpolation: describing an AnyHashable goes through
@@ -135,7 +135,7 @@ private final class Exchange: Sendable {
             headers.add(name: name.base as? String ?? "\(name)", value: value as? String ?? "\(value)")
         }
         let task = self.task
-        let (body, continuation) = ResponseBody.makeStream {
+        let (body, continuation) = TransportBody.makeStream {
             // The consumer stopped early (size limit, redirect, cancellation): stop the transfer.
             task.cancel()
         }

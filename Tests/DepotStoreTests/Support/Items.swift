@@ -39,10 +39,10 @@ struct FetchItems: CachingOperation {
     var key = "items"
     var timeout: Timeout = .default
 
-    var request: Depot.Request { .get(url) }
+    var request: NetworkRequest { .get(url) }
     var cacheKey: String { key }
 
-    func parse(_ response: Response, context: OperationContext) async throws -> [Item] {
+    func parse(_ response: NetworkResponse, context: OperationContext) async throws -> [Item] {
         try response.decode([Item].self)
     }
 
@@ -59,10 +59,10 @@ struct FetchItems: CachingOperation {
 struct StreamItems: CachingOperation {
     var url: URL
 
-    var request: Depot.Request { .get(url) }
+    var request: NetworkRequest { .get(url) }
     var cacheKey: String { "stream-items" }
 
-    func write(_ response: Response, to db: Database) throws -> Int {
+    func write(_ response: NetworkResponse, to db: Database) throws -> Int {
         let lines = response.text.split(separator: "\n")
         for line in lines {
             let item = try JSONDecoder().decode(Item.self, from: Data(line.utf8))

@@ -67,18 +67,18 @@ struct FetchHello: NetworkOperation {
     var category: OperationCategory = .default
     var timeout: Timeout = .default
     var exitPolicy: ExitPolicy = .cancel
-    var request: Request { .get(path) }
+    var request: NetworkRequest { .get(path) }
 }
 
 /// GET any URL and hand back the raw response.
 struct FetchRaw: NetworkOperation {
-    typealias Output = Response
+    typealias Output = NetworkResponse
     var url: URL
     var timeout: Timeout = .default
     var priority: Priority = .normal
     var category: OperationCategory = .default
     var offlineBehavior: OfflineBehavior = .waitForConnectivity
-    var request: Request { .get(url) }
+    var request: NetworkRequest { .get(url) }
 }
 
 /// POST JSON to a path and decode the echo.
@@ -88,7 +88,7 @@ struct PostEcho: NetworkOperation {
     var text: String
     var exitPolicy: ExitPolicy = .cancel
     var priority: Priority { .veryHigh }
-    var request: Request { .post(path, json: ["text": text]) }
+    var request: NetworkRequest { .post(path, json: ["text": text]) }
 }
 
 /// A transport that answers from a closure, for rules that need no network

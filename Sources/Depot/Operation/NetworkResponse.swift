@@ -5,22 +5,22 @@ import Foundation
 /// Operations receive it in ``NetworkOperation/process(_:context:)``:
 ///
 /// ```swift
-/// func process(_ response: Response, context: OperationContext) async throws -> [Song] {
+/// func process(_ response: NetworkResponse, context: OperationContext) async throws -> [Song] {
 ///     try response.decode(TopSongsFeed.self).feed.entry.map(Song.init)
 /// }
 /// ```
-public struct Response: Sendable {
+public struct NetworkResponse: Sendable {
     /// The HTTP status code.
     public var status: Int
     /// The response headers.
-    public var headers: HTTPHeaders
+    public var headers: HeaderFields
     /// The whole body.
     public var body: Data
     /// The URL that answered, after redirects.
     public var url: URL
 
     /// Makes a response. Useful for testing an operation's `process` directly.
-    public init(status: Int, headers: HTTPHeaders = [:], body: Data = Data(), url: URL) {
+    public init(status: Int, headers: HeaderFields = [:], body: Data = Data(), url: URL) {
         self.status = status
         self.headers = headers
         self.body = body

@@ -3,11 +3,11 @@
 /// For example:
 ///
 /// ```swift
-/// var headers: HTTPHeaders = ["Accept": "application/json"]
+/// var headers: HeaderFields = ["Accept": "application/json"]
 /// headers["accept"]            // "application/json"
 /// headers.add(name: "Cookie", value: "a=1")
 /// ```
-public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
+public struct HeaderFields: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
     /// One header field.
     public struct Field: Sendable, Hashable {
         /// The field name as given.
@@ -94,7 +94,7 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     /// The fields as text with secret values replaced by `<redacted>`, for logs.
     public var description: String {
         fields.map { field in
-            let value = HTTPHeaders.redactedNames.contains(field.name.lowercased()) ? "<redacted>" : field.value
+            let value = HeaderFields.redactedNames.contains(field.name.lowercased()) ? "<redacted>" : field.value
             return "\(field.name): \(value)"
         }.joined(separator: ", ")
     }
