@@ -69,11 +69,14 @@ let package = Package(
         ),
         // Fixed-width text for the example apps (no dependencies). Internal.
         .target(name: "TextLayout"),
+        // The example apps' English sync-status line. Internal: UI text is the app's.
+        .target(name: "SyncStatusText", dependencies: ["Depot", "DepotStore"]),
         .target(
             name: "NerdfeedKit",
             dependencies: [
                 "Depot",
                 "DepotStore",
+                "SyncStatusText",
                 "TextLayout",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
@@ -83,6 +86,7 @@ let package = Package(
             dependencies: [
                 "Depot",
                 "DepotStore",
+                "SyncStatusText",
                 "TextLayout",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
@@ -92,6 +96,7 @@ let package = Package(
             dependencies: [
                 "Depot",
                 "DepotStore",
+                "SyncStatusText",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -160,6 +165,7 @@ let package = Package(
         .executableTarget(
             name: "timeline",
             dependencies: [
+                "SyncStatusText",
                 "Depot",
                 "DepotStore",
                 "DemoServer",

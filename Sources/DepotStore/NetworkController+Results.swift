@@ -87,12 +87,12 @@ extension NetworkController {
     /// - Throws: `.storage` if no store is configured or the first fetch fails.
     @MainActor
     @inlinable
-    public func results<NetworkRequest: FetchRequest & Sendable, Operation: CachingOperation>(
-        for request: NetworkRequest,
-        sectionedBy sectionKey: (@Sendable (NetworkRequest.RowDecoder) -> String)? = nil,
+    public func results<Query: FetchRequest & Sendable, Operation: CachingOperation>(
+        for request: Query,
+        sectionedBy sectionKey: (@Sendable (Query.RowDecoder) -> String)? = nil,
         refreshing operation: Operation,
         policy: CachePolicy = .cacheThenNetwork
-    ) throws(DepotError) -> ResultsController<NetworkRequest.RowDecoder> where NetworkRequest.RowDecoder: Identifiable & Equatable & Sendable, NetworkRequest.RowDecoder.ID: Sendable {
+    ) throws(DepotError) -> ResultsController<Query.RowDecoder> where Query.RowDecoder: Identifiable & Equatable & Sendable, Query.RowDecoder.ID: Sendable {
         // Inlinable so that fetching, snapshotting and diffing are specialized for the record.
         try makeResults(
             fetch: { db in try request.fetchAll(db) },

@@ -245,10 +245,10 @@ public final class SyncStatus {
 }
 
 extension NetworkController {
-    /// The configured store, or a `.storage` error.
+    /// The configured store, or a `.storage` error that says so in one sentence.
     func requireStore() throws(DepotError) -> Store {
         guard let store = configuration.store else {
-            throw DepotError(.storage, detail: "no store is configured: set NetworkController.Configuration.store")
+            throw DepotError(.storage, detail: "this controller has no store: set Configuration.store to the Store that results and sync statuses read before making the controller")
         }
         return store
     }

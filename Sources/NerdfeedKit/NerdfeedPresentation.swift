@@ -1,6 +1,7 @@
 import Depot
 import DepotStore
 import Foundation
+import SyncStatusText
 import TextLayout
 
 /// How the reader shows its items, songs and status as text: the pure part of

@@ -1,6 +1,7 @@
 import Depot
 import DepotStore
 import Foundation
+import SyncStatusText
 
 /// Turns Senbei's state into terminal text. In SenbeiKit so tests can call it;
 /// the `senbei` command prints what it returns.

@@ -1,6 +1,7 @@
 import Depot
 import DepotStore
 import Foundation
+import SyncStatusText
 import TextLayout
 
 /// How the timeline, the network's state and the quit report read as text:

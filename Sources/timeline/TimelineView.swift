@@ -2,6 +2,7 @@ import Depot
 import DepotStore
 import ExampleSupport
 import Foundation
+import SyncStatusText
 import TextLayout
 import TimelineKit
 

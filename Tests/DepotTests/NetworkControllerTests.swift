@@ -159,7 +159,7 @@ import Testing
             for _ in 0..<3 { await Task.yield() }
             return TransportResponse(status: 200, headers: ["Content-Length": "19"], body: TransportBody(data: Data(#"{"message":"hello"}"#.utf8)))
         }
-        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://a.test")!, transport: transport, concurrencyLimit: 3, notificationCenter: nil))
+        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://a.test")!, transport: transport, concurrencyPolicy: .fixed(3), notificationCenter: nil))
         await withTaskGroup(of: Void.self) { group in
             for n in 0..<300 {
                 group.addTask { _ = try? await controller.perform(FetchHello(path: "/hello/\(n)")) }
@@ -205,7 +205,7 @@ import Testing
 
     @Test func moreUrgentDuplicatePromotesTheQueuedOne() async throws {
         try await withServer { server in
-            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.concurrencyLimit = 1 }) { controller in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.concurrencyPolicy = .fixed(1) }) { controller in
                 let events = controller.events
                 let blocker = controller.enqueue(FetchHello(path: "/gated/slot"))
                 let avatar = controller.enqueue(FetchHello(path: "/hello?avatar", priority: .veryLow))
@@ -300,7 +300,7 @@ import Testing
 
     @Test func changingTheLimitStartsQueuedWork() async throws {
         try await withServer { server in
-            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.concurrencyLimit = 0 }) { controller in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.concurrencyPolicy = .fixed(0) }) { controller in
                 let tickets = (0..<3).map { controller.enqueue(FetchHello(path: "/hello?\($0)")) }
                 #expect(controller.activity.queued == 3)
                 controller.concurrencyLimit = 2
@@ -313,7 +313,7 @@ import Testing
 
     @Test func cancelAllCancelsEverything() async throws {
         try await withServer { server in
-            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.concurrencyLimit = 1 }) { controller in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.concurrencyPolicy = .fixed(1) }) { controller in
                 let tickets = (0..<4).map { controller.enqueue(FetchHello(path: "/hang?\($0)")) }
                 controller.cancelAll()
                 await controller.waitUntilIdle()

@@ -57,4 +57,13 @@ import Testing
         let unlimited = RetryBudget.unlimited
         #expect(unlimited.available(at: .zero) == Int.max)
     }
+
+    /// A setter cannot make what `init` refuses: negative amounts are zero.
+    @Test func settersKeepTheInvariantsOfInit() {
+        var budget = RetryBudget.default
+        budget.capacity = -3
+        budget.depositPerSuccess = -1
+        budget.minimumRetriesPerSecond = -2
+        #expect(budget.capacity == 0 && budget.depositPerSuccess == 0 && budget.minimumRetriesPerSecond == 0)
+    }
 }

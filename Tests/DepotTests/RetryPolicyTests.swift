@@ -113,4 +113,18 @@ import Testing
         var random = SeededGenerator(seed: 1)
         #expect(RetryPolicy.never.decision(for: DepotError(.connectionLost), method: .get, attempt: 1, now: now, using: &random) == .doNotRetry(.attemptsExhausted))
     }
+
+    /// A setter cannot make what `init` refuses: the same clamps apply.
+    @Test func settersKeepTheInvariantsOfInit() {
+        var policy = RetryPolicy.default
+        policy.maximumAttempts = 0
+        #expect(policy.maximumAttempts == 1)
+        policy.maximumAttempts = -5
+        #expect(policy.maximumAttempts == 1)
+        policy.baseDelay = .seconds(-1)
+        policy.maximumDelay = .seconds(-1)
+        policy.maximumRetryAfter = .seconds(-1)
+        #expect(policy.baseDelay == .zero && policy.maximumDelay == .zero && policy.maximumRetryAfter == .zero)
+        #expect(policy == RetryPolicy(maximumAttempts: 0, baseDelay: .seconds(-1), maximumDelay: .seconds(-1), maximumRetryAfter: .seconds(-1)))
+    }
 }

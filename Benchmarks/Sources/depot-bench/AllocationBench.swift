@@ -19,7 +19,7 @@ enum AllocationBench {
             var configuration = NetworkController.Configuration(
                 baseURL: URL(string: "http://127.0.0.1:1")!,
                 transport: OverheadBench.InstantTransport(),
-                concurrencyLimit: 1
+                concurrencyPolicy: .fixed(1)
             )
             if !notifications { configuration.notificationCenter = nil }
             let controller = NetworkController(configuration: configuration)
@@ -49,7 +49,7 @@ enum AllocationBench {
         }
         report("AsyncHTTPClientTransport alone (loopback)", alone, versus: raw)
         for notifications in [true, false] {
-            var configuration = NetworkController.Configuration(baseURL: base, transport: AsyncHTTPClientTransport(), concurrencyLimit: 1)
+            var configuration = NetworkController.Configuration(baseURL: base, transport: AsyncHTTPClientTransport(), concurrencyPolicy: .fixed(1))
             if !notifications { configuration.notificationCenter = nil }
             let controller = NetworkController(configuration: configuration)
             let depot = try await count(operations) { index in

@@ -65,10 +65,10 @@ enum ConditionsBench {
         case .adaptive:
             prioritised = true
         case .fixedFIFO(let n):
-            configuration.concurrencyLimit = n
+            configuration.concurrencyPolicy = .fixed(n)
             prioritised = false
         case .fixedPriorities(let n):
-            configuration.concurrencyLimit = n
+            configuration.concurrencyPolicy = .fixed(n)
             prioritised = true
         }
         let controller = NetworkController(configuration: configuration)

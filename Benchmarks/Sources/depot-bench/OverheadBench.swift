@@ -89,7 +89,7 @@ enum OverheadBench {
             var configuration = NetworkController.Configuration(
                 baseURL: URL(string: "http://127.0.0.1:1")!,
                 transport: transport,
-                concurrencyLimit: concurrency
+                concurrencyPolicy: .fixed(concurrency)
             )
             if ProcessInfo.processInfo.environment["DEPOT_BENCH_NO_NOTIFICATIONS"] == "1" { configuration.notificationCenter = nil }
             let controller = NetworkController(configuration: configuration)

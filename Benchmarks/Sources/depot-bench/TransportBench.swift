@@ -167,7 +167,7 @@ enum TransportBench {
     }
 
     static func depot(base: URL, transport: any Transport, concurrency: Int, notifications: Bool = true) -> (Int) async throws -> Void {
-        var configuration = NetworkController.Configuration(baseURL: base, transport: transport, concurrencyLimit: concurrency)
+        var configuration = NetworkController.Configuration(baseURL: base, transport: transport, concurrencyPolicy: .fixed(concurrency))
         if !notifications { configuration.notificationCenter = nil }
         let controller = NetworkController(configuration: configuration)
         return { count in

@@ -33,7 +33,7 @@ public struct ConcurrencyPolicy: Sendable {
     }
 
     /// The limit in force now (before the first update: the limit for `.good`, or the adaptive initial value).
-    public var limit: Int { current }
+    package var limit: Int { current }
 
     /// Offline 0, poor 1, moderate 2, good 4, excellent 6.
     public static let `default` = mapping([.offline: 0, .poor: 1, .moderate: 2, .good: 4, .excellent: 6])
@@ -86,17 +86,17 @@ public struct ConcurrencyPolicy: Sendable {
     /// How an adaptive policy moves its limit.
     public struct Adaptive: Sendable, Hashable {
         /// The limit before anything is measured.
-        public var initial: Int
+        public private(set) var initial: Int
         /// The lowest limit while online.
-        public var minimum: Int
+        public private(set) var minimum: Int
         /// The highest limit.
-        public var maximum: Int
+        public private(set) var maximum: Int
         /// Grow while the smoothed round trip is at most this multiple of the minimum.
-        public var increaseBelow: Double
+        public private(set) var increaseBelow: Double
         /// Shrink when the smoothed round trip is above this multiple of the minimum.
-        public var decreaseAbove: Double
+        public private(set) var decreaseAbove: Double
         /// What the limit is multiplied by when it shrinks.
-        public var decreaseFactor: Double
+        public private(set) var decreaseFactor: Double
         /// The shortest time between two steps, when the round trip is shorter still.
         public var minimumStepInterval: Duration
 
@@ -146,7 +146,7 @@ public struct ConcurrencyPolicy: Sendable {
     ///   - rtt: The smoothed round-trip time, if known.
     ///   - minimumRTT: The minimum round-trip time, if known.
     ///   - time: Now, as elapsed time since the controller's origin.
-    public mutating func update(quality: ConnectionQuality, rtt: Duration?, minimumRTT: Duration?, at time: Duration) -> Int? {
+    package mutating func update(quality: ConnectionQuality, rtt: Duration?, minimumRTT: Duration?, at time: Duration) -> Int? {
         let previousQuality = lastQuality
         lastQuality = quality
         let old = current
@@ -164,7 +164,7 @@ public struct ConcurrencyPolicy: Sendable {
     /// - Parameters:
     ///   - monitor: The monitor, after it handled an event.
     ///   - time: Now, as elapsed time since the controller's origin.
-    public mutating func update(from monitor: ConnectionMonitor, at time: Duration) -> Int? {
+    package mutating func update(from monitor: ConnectionMonitor, at time: Duration) -> Int? {
         update(quality: monitor.quality, rtt: monitor.rtt, minimumRTT: monitor.minimumRTT, at: time)
     }
 

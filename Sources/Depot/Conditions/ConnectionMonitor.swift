@@ -38,13 +38,13 @@ public struct ConnectionMonitor: Sendable {
         /// Transfers with fewer body bytes feed only the round-trip estimate.
         public var minimumMeasurableBytes: Int64
         /// The weight of a new bandwidth sample in the (log-space) moving average, in `0 < w ≤ 1`.
-        public var bandwidthWeight: Double
+        public private(set) var bandwidthWeight: Double
         /// The weight of a new round-trip sample in its moving average (TCP uses 1/8).
-        public var rttWeight: Double
+        public private(set) var rttWeight: Double
         /// How many bandwidth samples in a row must show a new class before the quality changes.
-        public var samplesToChange: Int
+        public var samplesToChange: Int { didSet { samplesToChange = max(1, samplesToChange) } }
         /// The quality before anything is measured, and after `.offline` when nothing was known.
-        public var initialQuality: ConnectionQuality
+        public private(set) var initialQuality: ConnectionQuality
         /// How long a minimum round trip is trusted before a newer sample replaces it.
         public var minimumRTTWindow: Duration
 
@@ -84,7 +84,7 @@ public struct ConnectionMonitor: Sendable {
     }
 
     /// Something that happened on the network.
-    public enum Event: Sendable, Hashable {
+    package enum Event: Sendable, Hashable {
         /// A transfer completed with these measurements. It is also an answer from a server.
         case transfer(TransferSample)
         /// A server answered (any status, even a failure after the head arrived).
@@ -99,7 +99,7 @@ public struct ConnectionMonitor: Sendable {
         /// connections, cancellation) say nothing certain and give `nil`.
         ///
         /// - Parameter error: The failure.
-        public static func failure(_ error: DepotError) -> Event? {
+        package static func failure(_ error: DepotError) -> Event? {
             if error.code == .offline { return .connectionFailed }
             if error.status != nil { return .responded }
             return nil
@@ -107,7 +107,7 @@ public struct ConnectionMonitor: Sendable {
     }
 
     /// What the controller must do.
-    public enum Action: Sendable, Hashable {
+    package enum Action: Sendable, Hashable {
         /// The quality changed: adjust the concurrency limit and apply the quality rules.
         case qualityChanged(from: ConnectionQuality, to: ConnectionQuality)
     }
@@ -127,26 +127,26 @@ public struct ConnectionMonitor: Sendable {
     /// Makes a monitor at the configuration's initial quality, with no estimates.
     ///
     /// - Parameter configuration: How to measure and when to change class.
-    public init(configuration: Configuration = .default) {
+    package init(configuration: Configuration = .default) {
         self.configuration = configuration
         self.current = configuration.initialQuality
         self.lastOnline = configuration.initialQuality
     }
 
     /// The current quality.
-    public var quality: ConnectionQuality { current }
+    package var quality: ConnectionQuality { current }
 
     /// The estimated bandwidth in bits per second, once a large enough transfer was measured.
-    public var bandwidth: Double? { logBandwidth.map { exp($0) } }
+    package var bandwidth: Double? { logBandwidth.map { exp($0) } }
 
     /// The smoothed round-trip time (time to first byte), once a transfer was measured.
-    public var rtt: Duration? { smoothedRTT }
+    package var rtt: Duration? { smoothedRTT }
 
     /// The smallest round trip seen within the configured window: the link's delay without queueing.
-    public var minimumRTT: Duration? { minRTT?.value }
+    package var minimumRTT: Duration? { minRTT?.value }
 
     /// How many transfers have fed the bandwidth estimate.
-    public var bandwidthSampleCount: Int { bandwidthSamples }
+    package var bandwidthSampleCount: Int { bandwidthSamples }
 
     /// Takes in what happened at `time` and returns what to do about it.
     ///
@@ -160,7 +160,7 @@ public struct ConnectionMonitor: Sendable {
     /// - Parameters:
     ///   - event: What happened.
     ///   - time: When, as elapsed time since the controller's origin.
-    public mutating func handle(_ event: Event, at time: Duration) -> [Action] {
+    package mutating func handle(_ event: Event, at time: Duration) -> [Action] {
         switch event {
         case .connectionFailed:
             guard current != .offline else { return [] }

@@ -40,11 +40,13 @@ public enum ConnectionQuality: Int, Sendable, Hashable, Comparable, CaseIterable
     /// ```
     public struct Thresholds: Sendable, Hashable {
         /// The lowest bandwidth, in bits per second, that counts as `.moderate`.
-        public var moderate: Double
+        /// Read-only: the three must increase, so they change together, through
+        /// ``init(moderate:good:excellent:)``.
+        public private(set) var moderate: Double
         /// The lowest bandwidth, in bits per second, that counts as `.good`.
-        public var good: Double
+        public private(set) var good: Double
         /// The lowest bandwidth, in bits per second, that counts as `.excellent`.
-        public var excellent: Double
+        public private(set) var excellent: Double
 
         /// Makes thresholds; each must be above the one before.
         ///
@@ -66,7 +68,7 @@ public enum ConnectionQuality: Int, Sendable, Hashable, Comparable, CaseIterable
         /// The quality of a link with this bandwidth (never `.offline`).
         ///
         /// - Parameter bitsPerSecond: A measured bandwidth.
-        public func quality(forBandwidth bitsPerSecond: Double) -> ConnectionQuality {
+        package func quality(forBandwidth bitsPerSecond: Double) -> ConnectionQuality {
             if bitsPerSecond >= excellent { return .excellent }
             if bitsPerSecond >= good { return .good }
             if bitsPerSecond >= moderate { return .moderate }

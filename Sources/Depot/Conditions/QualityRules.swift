@@ -42,16 +42,16 @@ public struct QualityRules: Sendable, Hashable {
     public static let none = QualityRules(threshold: .offline, pausedCategories: [], dropPriorityAtMost: nil)
 
     /// One queued operation, as the rules see it.
-    public struct Queued<ID: Hashable & Sendable>: Sendable, Hashable {
+    package struct Queued<ID: Hashable & Sendable>: Sendable, Hashable {
         /// The operation's (or job's) identity.
-        public var id: ID
+        package var id: ID
         /// Its priority.
-        public var priority: Priority
+        package var priority: Priority
         /// Its category.
-        public var category: OperationCategory
+        package var category: OperationCategory
 
         /// Describes a queued operation.
-        public init(id: ID, priority: Priority, category: OperationCategory) {
+        package init(id: ID, priority: Priority, category: OperationCategory) {
             self.id = id
             self.priority = priority
             self.category = category
@@ -59,22 +59,22 @@ public struct QualityRules: Sendable, Hashable {
     }
 
     /// What a quality change asks for.
-    public struct Changes<ID: Hashable & Sendable>: Sendable, Hashable {
+    package struct Changes<ID: Hashable & Sendable>: Sendable, Hashable {
         /// Categories to pause.
-        public var pause: Set<OperationCategory> = []
+        package var pause: Set<OperationCategory> = []
         /// Categories to resume.
-        public var resume: Set<OperationCategory> = []
+        package var resume: Set<OperationCategory> = []
         /// Queued operations to cancel, in the order they were given.
-        public var cancel: [ID] = []
+        package var cancel: [ID] = []
 
         /// Whether there is nothing to do.
-        public var isEmpty: Bool { pause.isEmpty && resume.isEmpty && cancel.isEmpty }
+        package var isEmpty: Bool { pause.isEmpty && resume.isEmpty && cancel.isEmpty }
     }
 
     /// Whether the rules apply at `quality`.
     ///
     /// - Parameter quality: A quality.
-    public func applies(at quality: ConnectionQuality) -> Bool {
+    package func applies(at quality: ConnectionQuality) -> Bool {
         quality <= threshold && !(pausedCategories.isEmpty && dropPriorityAtMost == nil)
     }
 
@@ -84,7 +84,7 @@ public struct QualityRules: Sendable, Hashable {
     /// - Parameters:
     ///   - priority: The operation's priority.
     ///   - quality: The current quality.
-    public func drops(_ priority: Priority, at quality: ConnectionQuality) -> Bool {
+    package func drops(_ priority: Priority, at quality: ConnectionQuality) -> Bool {
         guard applies(at: quality), let limit = dropPriorityAtMost else { return false }
         return priority <= limit
     }
@@ -101,7 +101,7 @@ public struct QualityRules: Sendable, Hashable {
     ///   - new: The quality now.
     ///   - queued: The work waiting to start (running work is never cancelled).
     ///   - isDroppable: Whether an operation may be dropped on a bad network.
-    public func changes<ID: Hashable & Sendable>(
+    package func changes<ID: Hashable & Sendable>(
         from old: ConnectionQuality,
         to new: ConnectionQuality,
         queued: [Queued<ID>],

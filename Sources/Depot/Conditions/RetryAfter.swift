@@ -8,14 +8,14 @@ import Foundation
 /// RetryAfter.delay("120", now: now)                              // 120 s
 /// RetryAfter.delay("Sun, 06 Nov 1994 08:49:37 GMT", now: now)    // the time until then, or 0 if past
 /// ```
-public enum RetryAfter {
+package enum RetryAfter {
     /// The delay a `Retry-After` value asks for, measured from `now`; `nil` when it cannot be read.
     /// A date in the past gives zero.
     ///
     /// - Parameters:
     ///   - value: The header value.
     ///   - now: The wall-clock time the response arrived.
-    public static func delay(_ value: String, now: Date) -> Duration? {
+    package static func delay(_ value: String, now: Date) -> Duration? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         if !trimmed.isEmpty, trimmed.allSatisfy({ $0.isASCII && $0.isNumber }) {
             guard let seconds = Int64(trimmed) else { return .seconds(Int64.max / 1_000_000_000_000) }
@@ -33,7 +33,7 @@ public enum RetryAfter {
     /// - Parameters:
     ///   - text: The date as sent.
     ///   - now: For RFC 850's two-digit years: a year more than 50 years ahead of `now` is taken from the previous century.
-    public static func httpDate(_ text: String, now: Date = Date(timeIntervalSince1970: 0)) -> Date? {
+    package static func httpDate(_ text: String, now: Date = Date(timeIntervalSince1970: 0)) -> Date? {
         let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
         // IMF-fixdate: "Sun," "06" "Nov" "1994" "08:49:37" "GMT"
         if words.count == 6, words[0].hasSuffix(","), words[5] == "GMT",

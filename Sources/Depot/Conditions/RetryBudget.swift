@@ -16,12 +16,12 @@
 /// let decision = budget.gate(policy.decision(for: error, method: .get, attempt: 1, now: date), at: now)
 /// ```
 public struct RetryBudget: Sendable, Hashable {
-    /// The most tokens the bucket holds.
-    public var capacity: Double
-    /// Tokens each success deposits.
-    public var depositPerSuccess: Double
-    /// Retries per second always allowed, whatever the successes (0 for none).
-    public var minimumRetriesPerSecond: Double
+    /// The most tokens the bucket holds (negative values are taken as zero, as in `init`).
+    public var capacity: Double { didSet { capacity = max(0, capacity) } }
+    /// Tokens each success deposits (negative values are taken as zero).
+    public var depositPerSuccess: Double { didSet { depositPerSuccess = max(0, depositPerSuccess) } }
+    /// Retries per second always allowed, whatever the successes (0 for none; negative values are taken as zero).
+    public var minimumRetriesPerSecond: Double { didSet { minimumRetriesPerSecond = max(0, minimumRetriesPerSecond) } }
 
     var tokens: Double
     var reserve: Double
@@ -50,7 +50,7 @@ public struct RetryBudget: Sendable, Hashable {
     /// The retries available now (rounded down).
     ///
     /// - Parameter time: Now, as elapsed time since the origin.
-    public func available(at time: Duration) -> Int {
+    package func available(at time: Duration) -> Int {
         var copy = self
         copy.refill(at: time)
         let total = copy.tokens + copy.reserve
@@ -60,7 +60,7 @@ public struct RetryBudget: Sendable, Hashable {
     /// A request succeeded: deposit tokens.
     ///
     /// - Parameter time: When, as elapsed time since the origin.
-    public mutating func recordSuccess(at time: Duration) {
+    package mutating func recordSuccess(at time: Duration) {
         refill(at: time)
         tokens = min(capacity, tokens + depositPerSuccess)
     }
@@ -68,7 +68,7 @@ public struct RetryBudget: Sendable, Hashable {
     /// Takes one retry from the budget, if there is one. Returns whether the retry may go ahead.
     ///
     /// - Parameter time: When, as elapsed time since the origin.
-    public mutating func withdraw(at time: Duration) -> Bool {
+    package mutating func withdraw(at time: Duration) -> Bool {
         refill(at: time)
         if reserve >= 1 - 1e-9 {
             reserve -= 1
@@ -87,7 +87,7 @@ public struct RetryBudget: Sendable, Hashable {
     /// - Parameters:
     ///   - decision: What the ``RetryPolicy`` decided.
     ///   - time: Now, as elapsed time since the origin.
-    public mutating func gate(_ decision: RetryDecision, at time: Duration) -> RetryDecision {
+    package mutating func gate(_ decision: RetryDecision, at time: Duration) -> RetryDecision {
         guard case .retry = decision else { return decision }
         return withdraw(at: time) ? decision : .doNotRetry(.budgetExhausted)
     }

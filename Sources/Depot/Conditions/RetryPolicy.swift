@@ -23,14 +23,15 @@ import Foundation
 /// }
 /// ```
 public struct RetryPolicy: Sendable, Hashable {
-    /// The most attempts, the first one included; 1 never retries.
-    public var maximumAttempts: Int
-    /// The backoff ceiling of the first retry.
-    public var baseDelay: Duration
-    /// The backoff ceiling never grows past this.
-    public var maximumDelay: Duration
-    /// A longer `Retry-After` is shortened to this.
-    public var maximumRetryAfter: Duration
+    /// The most attempts, the first one included; 1 never retries. Values
+    /// below 1 are taken as 1, here as in ``init(maximumAttempts:baseDelay:maximumDelay:maximumRetryAfter:methods:statuses:codes:)``.
+    public var maximumAttempts: Int { didSet { maximumAttempts = max(1, maximumAttempts) } }
+    /// The backoff ceiling of the first retry (negative values are taken as zero).
+    public var baseDelay: Duration { didSet { baseDelay = max(.zero, baseDelay) } }
+    /// The backoff ceiling never grows past this (negative values are taken as zero).
+    public var maximumDelay: Duration { didSet { maximumDelay = max(.zero, maximumDelay) } }
+    /// A longer `Retry-After` is shortened to this (negative values are taken as zero).
+    public var maximumRetryAfter: Duration { didSet { maximumRetryAfter = max(.zero, maximumRetryAfter) } }
     /// Methods that may be retried.
     public var methods: Set<NetworkRequest.Method>
     /// Statuses that may be retried.
@@ -78,7 +79,7 @@ public struct RetryPolicy: Sendable, Hashable {
     /// `min(maximumDelay, baseDelay × 2^(attempt-1))`.
     ///
     /// - Parameter attempt: The attempt that just failed, from 1.
-    public func backoffCeiling(after attempt: Int) -> Duration {
+    package func backoffCeiling(after attempt: Int) -> Duration {
         let doublings = min(max(attempt - 1, 0), 62)
         let ceiling = baseDelay.seconds * pow(2, Double(doublings))
         return min(maximumDelay, .seconds(min(ceiling, maximumDelay.seconds)))
@@ -96,7 +97,7 @@ public struct RetryPolicy: Sendable, Hashable {
     /// - Parameters:
     ///   - attempt: The attempt that just failed, from 1.
     ///   - generator: The source of randomness; pass a seeded one in tests.
-    public func backoff(after attempt: Int, using generator: inout some RandomNumberGenerator) -> Duration {
+    package func backoff(after attempt: Int, using generator: inout some RandomNumberGenerator) -> Duration {
         let ceiling = backoffCeiling(after: attempt)
         let nanoseconds = ceiling.components.seconds * 1_000_000_000 + ceiling.components.attoseconds / 1_000_000_000
         guard nanoseconds > 0 else { return .zero }

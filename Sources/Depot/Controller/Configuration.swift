@@ -23,7 +23,8 @@ extension NetworkController {
         public var logger: Logger
         /// How many transfers may run at once, as the connection quality changes.
         /// Default: ``ConcurrencyPolicy/default`` (offline 0, poor 1, moderate 2,
-        /// good 4, excellent 6).
+        /// good 4, excellent 6). A fixed limit is `.fixed(n)`: the one place
+        /// the limit is configured.
         public var concurrencyPolicy: ConcurrencyPolicy
         /// How quality is measured: thresholds, smoothing, hysteresis.
         public var monitor: ConnectionMonitor.Configuration
@@ -44,12 +45,6 @@ extension NetworkController {
         /// Records a waterfall trace of every operation when set.
         public var trace: TraceRecorder?
 
-        /// A fixed concurrency limit, or the policy's current one. Setting it
-        /// replaces the policy with ``ConcurrencyPolicy/fixed(_:)``.
-        public var concurrencyLimit: Int {
-            get { concurrencyPolicy.limit }
-            set { concurrencyPolicy = .fixed(newValue) }
-        }
         /// Bodies larger than this fail with ``DepotError/Code/tooLarge``.
         public var maximumBodySize: Int
         /// How many redirects to follow; 0 returns 3xx responses to the operation.
@@ -61,15 +56,45 @@ extension NetworkController {
         /// How many events each `events` subscriber may fall behind before the oldest are dropped.
         public var eventBufferSize: Int
 
-        /// Makes a configuration; every parameter has a sensible default.
+        /// Makes a configuration; every field can be set here, and every one has
+        /// a default.
+        ///
+        /// - Parameters:
+        ///   - baseURL: Relative request paths resolve against this (none).
+        ///   - transport: What moves the bytes (``URLSessionTransport``).
+        ///   - adapters: Run in order on every request (none).
+        ///   - clock: The source of time (`ContinuousClock`).
+        ///   - logger: Where operations are logged (label `depot`).
+        ///   - concurrencyPolicy: How many transfers may run at once
+        ///     (``ConcurrencyPolicy/default``; `.fixed(n)` for a fixed limit).
+        ///   - monitor: How quality is measured (``ConnectionMonitor/Configuration/default``).
+        ///   - qualityRules: What a bad network pauses and drops (``QualityRules/default``).
+        ///   - retryPolicy: When failed attempts are retried (``RetryPolicy/default``).
+        ///   - retryBudget: How many retries the controller may spend (``RetryBudget/default``).
+        ///   - probeBackoff: Offline probe delays (1 s, doubling up to 30 s).
+        ///   - currentDate: The wall clock, for `Retry-After` dates (`Date()`).
+        ///   - jitterSeed: The seed for retry jitter; `nil` for system randomness.
+        ///   - trace: Records a waterfall of every operation when set (none).
+        ///   - maximumBodySize: Larger bodies fail with `.tooLarge` (50 MB).
+        ///   - redirectLimit: Redirects to follow (10).
+        ///   - notificationCenter: Where events are posted (`.default`); `nil` posts none.
+        ///   - contextValues: Values handed to every operation (none).
+        ///   - eventBufferSize: How far an `events` subscriber may fall behind (4096).
         public init(
             baseURL: URL? = nil,
             transport: any Transport = URLSessionTransport(),
             adapters: [any RequestAdapter] = [],
             clock: any Clock<Duration> = ContinuousClock(),
             logger: Logger = Logger(label: "depot"),
-            concurrencyLimit: Int? = nil,
             concurrencyPolicy: ConcurrencyPolicy = .default,
+            monitor: ConnectionMonitor.Configuration = .default,
+            qualityRules: QualityRules = .default,
+            retryPolicy: RetryPolicy = .default,
+            retryBudget: RetryBudget = .default,
+            probeBackoff: ClosedRange<Duration> = .seconds(1) ... .seconds(30),
+            currentDate: @escaping @Sendable () -> Date = { Date() },
+            jitterSeed: UInt64? = nil,
+            trace: TraceRecorder? = nil,
             maximumBodySize: Int = Configuration.defaultMaximumBodySize,
             redirectLimit: Int = Configuration.defaultRedirectLimit,
             notificationCenter: NotificationCenter? = .default,
@@ -81,15 +106,15 @@ extension NetworkController {
             self.adapters = adapters
             self.clock = clock
             self.logger = logger
-            self.concurrencyPolicy = concurrencyLimit.map(ConcurrencyPolicy.fixed) ?? concurrencyPolicy
-            self.monitor = .default
-            self.qualityRules = .default
-            self.retryPolicy = .default
-            self.retryBudget = .default
-            self.probeBackoff = .seconds(1) ... .seconds(30)
-            self.currentDate = { Date() }
-            self.jitterSeed = nil
-            self.trace = nil
+            self.concurrencyPolicy = concurrencyPolicy
+            self.monitor = monitor
+            self.qualityRules = qualityRules
+            self.retryPolicy = retryPolicy
+            self.retryBudget = retryBudget
+            self.probeBackoff = probeBackoff
+            self.currentDate = currentDate
+            self.jitterSeed = jitterSeed
+            self.trace = trace
             self.maximumBodySize = maximumBodySize
             self.redirectLimit = redirectLimit
             self.notificationCenter = notificationCenter
@@ -97,8 +122,6 @@ extension NetworkController {
             self.eventBufferSize = eventBufferSize
         }
 
-        /// 4 transfers at once: the default policy's limit on a good network.
-        public static let defaultConcurrencyLimit = 4
         /// 50 MB.
         public static let defaultMaximumBodySize = 50 * 1024 * 1024
         /// 10 redirects.

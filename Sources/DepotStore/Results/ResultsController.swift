@@ -90,11 +90,11 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     ///   - request: What to fetch, filtered and sorted (a GRDB request).
     ///   - sectionKey: The section name of a record; `nil` for one unnamed section.
     @inlinable
-    public convenience init<NetworkRequest: FetchRequest & Sendable>(
+    public convenience init<Query: FetchRequest & Sendable>(
         store: Store,
-        request: NetworkRequest,
+        request: Query,
         sectionedBy sectionKey: (@Sendable (Record) -> String)? = nil
-    ) throws(DepotError) where NetworkRequest.RowDecoder == Record {
+    ) throws(DepotError) where Query.RowDecoder == Record {
         // Inlinable so that fetching, snapshotting and diffing are specialized for Record.
         try self.init(store: store, fetch: { db in try request.fetchAll(db) }, refresh: ResultsDiff.refresh(sectionKey: sectionKey), held: false)
     }

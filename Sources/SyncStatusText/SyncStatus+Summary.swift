@@ -1,5 +1,10 @@
 import Depot
+import DepotStore
 import Foundation
+
+// The example apps' English status line. UI text belongs to apps: the library
+// gives the facts (SyncStatus.State: syncing, last sync, last error), and each
+// app words them for its own screen and language.
 
 extension SyncStatus.State {
     /// One line a person can read: "syncing…", "last synced 2 min ago",
