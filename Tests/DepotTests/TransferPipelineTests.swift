@@ -1,6 +1,7 @@
 @testable import Depot
 import DepotTesting
 import Foundation
+import Synchronization
 import Testing
 
 /// The transfer rules every transport shares, driven by a scripted transport
@@ -322,5 +323,64 @@ import Testing
         // Read through the continuous clock, this would have moved on.
         #expect(timebase.now() == .zero)
         #expect(timebase.now() == .zero)
+    }
+
+    /// The idle timeout fires at the very instant the body ends, again and
+    /// again. Whatever the caller is told matches what `process` did: a
+    /// success that was processed, or a timeout that processed nothing; never
+    /// a cancellation after `process` wrote (it was, before the fix: the watch
+    /// could fire after the transfer had completed and cancel the job while it
+    /// processed).
+    @Test func aTimeoutAtTheInstantTheBodyEndsIsNeverReportedAsCancelled() async throws {
+        final class Flag: Sendable {
+            private let state = Mutex(false)
+            func set() { state.withLock { $0 = true } }
+            var isSet: Bool { state.withLock { $0 } }
+        }
+        /// Writes (sets the flag), then awaits as a store write does after
+        /// its commit, where a cancellation would surface.
+        struct Recorded: NetworkOperation {
+            typealias Output = String
+            let processed: Flag
+            var request: NetworkRequest { .get(URL(string: "http://h.test/x")!) }
+            var timeout: Timeout { .idle(.seconds(5)) }
+            func process(_ response: NetworkResponse, context: OperationContext) async throws -> String {
+                processed.set()
+                for _ in 0..<2_000 where !Task.isCancelled { await Task.yield() }
+                try Task.checkCancellation()
+                return response.text
+            }
+        }
+        var outcomes: [String: Int] = [:]
+        for _ in 0..<200 {
+            let clock = ManualClock()
+            let transport = ScriptedTransport { _ in
+                let calls = Mutex(0)
+                return TransportResponse(status: 200, body: TransportBody(unfolding: {
+                    let call = calls.withLock { count in
+                        count += 1
+                        return count
+                    }
+                    if call == 1 { return Data("hi".utf8) }
+                    // The last read: the idle deadline is reached as the body ends.
+                    clock.advance(by: .seconds(5))
+                    return nil
+                }))
+            }
+            let processed = Flag()
+            try await withController(transport, configure: { $0.clock = clock }) { controller in
+                do {
+                    _ = try await controller.perform(Recorded(processed: processed))
+                    #expect(processed.isSet)
+                    outcomes["succeeded", default: 0] += 1
+                } catch {
+                    let code = (error as? DepotError)?.code
+                    #expect(code == .timedOut, "\(error)")
+                    #expect(!processed.isSet, "told \(error) after process ran")
+                    outcomes["\(code.map { "\($0)" } ?? "?")", default: 0] += 1
+                }
+            }
+        }
+        #expect(outcomes["cancelled"] == nil, "\(outcomes)")
     }
 }

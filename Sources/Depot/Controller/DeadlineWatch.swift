@@ -19,8 +19,14 @@ final class DeadlineWatch: Sendable {
         fileprivate let total: Duration?
         fileprivate let totalDeadline: Duration?
         fileprivate let onExpire: @Sendable () -> Void
-        /// Why the watch fired, once it has.
-        private let expiredWith = Mutex<DepotError?>(nil)
+        /// How the transfer ended: the watch fired (with why), or the transfer
+        /// finished first. Whichever comes first wins; the other is a no-op.
+        private let ending = Mutex<Ending?>(nil)
+
+        private enum Ending {
+            case expired(DepotError)
+            case finished
+        }
 
         fileprivate init(id: UInt64, now: Duration, timeout: Timeout, onExpire: @escaping @Sendable () -> Void) {
             self.id = id
@@ -32,11 +38,31 @@ final class DeadlineWatch: Sendable {
         }
 
         /// The timeout that fired for this transfer, if one did.
-        var expiry: DepotError? { expiredWith.withLock { $0 } }
+        var expiry: DepotError? {
+            ending.withLock { ending in
+                if case .expired(let error) = ending { return error }
+                return nil
+            }
+        }
+
+        /// The transfer is complete: a timeout firing from now on changes
+        /// nothing. Returns `false` if the timeout fired first (the transfer
+        /// must then be reported as timed out: its task is being cancelled).
+        func finish() -> Bool {
+            ending.withLock { ending in
+                if case .expired = ending { return false }
+                ending = .finished
+                return true
+            }
+        }
 
         fileprivate func expire(_ error: DepotError) {
-            expiredWith.withLock { $0 = error }
-            onExpire()
+            let fires = ending.withLock { ending in
+                guard case .none = ending else { return false }
+                ending = .expired(error)
+                return true
+            }
+            if fires { onExpire() }
         }
 
         fileprivate func touch(at now: Duration) {

@@ -38,7 +38,13 @@ struct TransferPipeline: Sendable {
         let key = watch.register(timeout: timeout, onExpire: cancelOnTimeout)
         defer { watch.remove(key) }
         do {
-            return try await transfer(request, watching: key, onProgress: onProgress)
+            let result = try await transfer(request, watching: key, onProgress: onProgress)
+            // The body is complete. A timeout that fired at this very instant
+            // either came first (then the job is being cancelled: report the
+            // timeout, and nothing is processed) or comes too late to cancel
+            // anything: a success is never turned into a cancellation.
+            guard key.finish() else { throw key.expiry ?? DepotError(.timedOut) }
+            return result
         } catch {
             if let timedOut = key.expiry { throw timedOut }
             throw error
