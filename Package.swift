@@ -222,6 +222,34 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // The README's and the DocC articles' code examples, compiled, checked
+        // against the docs' text, and run where they need no network.
+        .testTarget(
+            name: "DocumentationTests",
+            dependencies: [
+                "Depot",
+                "DepotStore",
+                "DepotTesting",
+                "DepotAsyncHTTPClient",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // Compile-only: Depot's public names beside the packages users import with it.
+        .testTarget(
+            name: "NameClashTests",
+            dependencies: [
+                "Depot",
+                "DepotStore",
+                "DepotTesting",
+                "DepotAsyncHTTPClient",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .testTarget(
             name: "DemoServerTests",
             dependencies: [

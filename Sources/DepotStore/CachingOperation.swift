@@ -57,7 +57,8 @@ public protocol CachingOperation: NetworkOperation where Output == CacheUpdate<W
     func write(_ payload: Payload, to db: Database) throws -> Written
 }
 
-/// What a ``CachingOperation`` did to the cache.
+/// What a ``CachingOperation`` did to the cache. Frozen on purpose: it wrote, or
+/// the server said nothing changed.
 public enum CacheUpdate<Written: Sendable>: Sendable {
     /// New data was written; `write` returned this value.
     case updated(Written)

@@ -24,17 +24,33 @@ extension OperationContext {
     /// The configured store, or a `.storage` error that names the operation.
     public func requireStore(for operation: String? = nil) throws(DepotError) -> Store {
         guard let store else {
-            throw DepotError(.storage, operation: operation, detail: "no store is configured: set NetworkController.Configuration.store")
+            throw DepotError(.storage, operation: operation, detail: "this operation's context has no store: set Configuration.store on the controller, or OperationContextValues.store for a direct call")
         }
         return store
+    }
+}
+
+extension OperationContextValues {
+    /// The cache operations write to.
+    ///
+    /// For example, to call a caching operation's `process` directly in a test:
+    ///
+    /// ```swift
+    /// var values = OperationContextValues()
+    /// values.store = store
+    /// let update = try await FetchContacts().process(response, context: OperationContext(values: values))
+    /// ```
+    public var store: Store? {
+        get { self[StoreKey.self] }
+        set { self[StoreKey.self] = newValue }
     }
 }
 
 extension NetworkController.Configuration {
     /// The cache handed to every operation through its context.
     public var store: Store? {
-        get { contextValues[StoreKey.self] }
-        set { contextValues[StoreKey.self] = newValue }
+        get { contextValues.store }
+        set { contextValues.store = newValue }
     }
 }
 

@@ -184,7 +184,7 @@ public final class NetworkSimulator: Transport, Sendable {
 
     /// What happened to one transfer, on the simulator's time line.
     public struct Record: Sendable, Hashable, CustomStringConvertible {
-        /// How a transfer ended.
+        /// How a transfer ended. Frozen on purpose: the ways a transfer ends.
         public enum Outcome: Sendable, Hashable {
             /// The consumer read the whole body.
             case completed

@@ -5,6 +5,9 @@
 /// ```swift
 /// if monitor.quality <= .poor { showLowBandwidthHint() }
 /// ```
+///
+/// Frozen on purpose: the five classes of Facebook's network connection
+/// class, in order; a `switch` over them stays exhaustive.
 public enum ConnectionQuality: Int, Sendable, Hashable, Comparable, CaseIterable, Codable, CustomStringConvertible {
     /// No connection: requests fail before reaching a server.
     case offline = 0

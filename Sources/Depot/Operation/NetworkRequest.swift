@@ -13,7 +13,7 @@ import Foundation
 ///
 /// A relative `path` is resolved against the controller's base URL.
 public struct NetworkRequest: Sendable {
-    /// Where the request goes.
+    /// Where the request goes. Frozen on purpose: a path or a URL.
     public enum Target: Sendable, Hashable {
         /// A path resolved against the controller's base URL.
         case path(String)

@@ -94,6 +94,7 @@ public struct Trace: Sendable, Hashable, Codable {
     }
 
     /// How an operation ended. In JSON: `"succeeded"`, `"cancelled"` or `"failed:<code>"`.
+    /// Frozen on purpose: an operation ends in one of these three ways.
     public enum Outcome: Sendable, Hashable, Codable, CustomStringConvertible {
         /// It succeeded.
         case succeeded

@@ -1,0 +1,145 @@
+import Foundation
+import Synchronization
+
+/// The controller's view of the network: feeding the monitor with every
+/// attempt, and applying what it measures (quality, limit, rules).
+extension NetworkController {
+    // MARK: - Public view of the network
+
+    /// The connection quality as measured so far: the one the controller acts
+    /// on, which the `qualityChanged` events follow.
+    public var quality: ConnectionQuality {
+        state.withLock { $0.conditions.quality }
+    }
+
+    /// The current estimates behind ``quality``.
+    public var connectionEstimate: ConnectionEstimate {
+        state.withLock { state in
+            let monitor = measurements.withLock { $0.monitor }
+            // The applied quality, so that it agrees with the limit and the paused categories.
+            return ConnectionEstimate(quality: state.conditions.quality, bandwidth: monitor.bandwidth, rtt: monitor.rtt, concurrencyLimit: state.scheduler.limit, pausedCategories: state.scheduler.paused)
+        }
+    }
+
+    // MARK: - Feeding the monitor
+
+    /// One attempt's transfer ended: feed the monitor and apply what follows.
+    ///
+    /// - Parameters:
+    ///   - sample: The attempt's sample (its bytes, or the link's bytes during
+    ///     the transfer for a measurable one), when a response arrived.
+    ///   - error: The attempt's transport error, when no response arrived.
+    ///   - accepted: The response passed validation: the retry budget counts a success.
+    func noteAttempt(sample: TransferSample?, error: DepotError?, accepted: Bool = false) {
+        let event: ConnectionMonitor.Event?
+        if let sample {
+            event = .transfer(sample)
+        } else if let error {
+            event = ConnectionMonitor.Event.failure(error)
+        } else {
+            event = .responded
+        }
+        guard let event else { return }
+        let now = timebase.now()
+        let changed = measurements.withLock { measurements -> Bool in
+            if accepted { measurements.budget.recordSuccess(at: now) }
+            measurements.pendingChanges += measurements.monitor.handle(event, at: now).map { ($0, now) }
+            // The policy sees every event (an adaptive one reacts to RTT, not only to quality).
+            _ = measurements.policy.update(from: measurements.monitor, at: now)
+            return measurements.hasChanges
+        }
+        // Usually nothing changed, and the controller's lock is not needed. Two
+        // attempts that both changed something both apply; the second finds the
+        // first's changes taken already. (Only here: other holders of the
+        // controller's lock act on the quality last applied.)
+        guard changed else { return }
+        let effects = state.withLock { state in applyMeasurements(in: &state, at: now) }
+        perform(effects)
+    }
+
+    /// Applies what the measurements changed since the last time, in order: each
+    /// quality change (its event, the rules, the probe loop when the network is
+    /// gone) at the time the monitor made it, then the limit.
+    func applyMeasurements(in state: inout State, at now: Duration) -> [Effect] {
+        let (pending, policyLimit) = measurements.withLock { measurements in
+            defer {
+                measurements.pendingChanges.removeAll()
+                measurements.appliedPolicyLimit = measurements.policy.limit
+            }
+            return (measurements.pendingChanges, measurements.policy.limit)
+        }
+        var effects: [Effect] = []
+        var latest = now
+        for (change, now) in pending {
+            guard case .qualityChanged(let old, let new) = change else { continue }
+            latest = max(latest, now)
+            state.conditions.quality = new
+            effects.append(.emit(controllerEvent(.qualityChanged(from: old, to: new), at: now), nil))
+            configuration.trace?.quality(new, at: now)
+            if new == .offline {
+                state.conditions.probing = false
+                state.conditions.probeAttempt = 0
+                if state.probeTask == nil, !state.isShutDown { effects.append(.startProbing) }
+            } else if old == .offline {
+                state.conditions.probing = false
+                state.conditions.probeAttempt = 0
+                if let probe = state.probeTask {
+                    state.probeTask = nil
+                    effects.append(.cancel(probe))
+                }
+            }
+            // Rules: pause and drop on a bad network, resume when it recovers.
+            let queued = state.scheduler.queuedJobs.flatMap { job in
+                state.scheduler.waiters(of: job.id).map { QualityRules.Queued(id: $0, priority: job.priority, category: job.category) }
+            }
+            let droppable = state.conditions.droppable
+            let changes = state.conditions.rules.changes(from: old, to: new, queued: queued) { droppable.contains($0) }
+            for category in changes.pause.sorted(by: { $0.rawValue < $1.rawValue }) where !state.conditions.rulePaused.contains(category) {
+                state.conditions.rulePaused.insert(category)
+                apply(state.scheduler.pause(category: category), in: &state, at: now, into: &effects)
+                effects.append(.emit(controllerEvent(.categoryPaused(category), at: now), nil))
+            }
+            for category in changes.resume.sorted(by: { $0.rawValue < $1.rawValue }) where state.conditions.rulePaused.contains(category) {
+                state.conditions.rulePaused.remove(category)
+                if !state.conditions.userPaused.contains(category) {
+                    apply(state.scheduler.resume(category: category), in: &state, at: now, into: &effects)
+                }
+                effects.append(.emit(controllerEvent(.categoryResumed(category), at: now), nil))
+            }
+            for ticket in changes.cancel {
+                state.conditions.droppable.remove(ticket)
+                apply(state.scheduler.cancel(ticket), in: &state, at: now, into: &effects)
+            }
+        }
+        state.conditions.policyLimit = policyLimit
+        effects += applyEffectiveLimit(in: &state, at: latest)
+        return effects
+    }
+
+    /// Sets the scheduler's limit to what quality, policy and probing allow.
+    func applyEffectiveLimit(in state: inout State, at now: Duration) -> [Effect] {
+        let limit = state.conditions.effectiveLimit
+        guard limit != state.scheduler.limit else { return [] }
+        var effects = [Effect.emit(controllerEvent(.concurrencyChanged(limit: limit), at: now), nil)]
+        apply(state.scheduler.setLimit(limit), in: &state, at: now, into: &effects)
+        return effects
+    }
+
+    func controllerEvent(_ detail: NetworkEvent.Detail, at now: Duration) -> NetworkEvent {
+        NetworkEvent(time: now, ticket: nil, operation: nil, detail: detail)
+    }
+}
+
+/// The controller's estimates of the link, for a status line.
+public struct ConnectionEstimate: Sendable, Hashable {
+    /// The quality class.
+    public var quality: ConnectionQuality
+    /// The smoothed bandwidth in bits per second, once measured.
+    public var bandwidth: Double?
+    /// The smoothed round-trip time (time to first byte), once measured.
+    public var rtt: Duration?
+    /// The concurrency limit in force.
+    public var concurrencyLimit: Int
+    /// The categories paused, by the app or by quality rules.
+    public var pausedCategories: Set<OperationCategory>
+}

@@ -1,0 +1,19 @@
+/// SplitMix64: a small, fast generator whose numbers repeat for the same seed.
+///
+/// The package's one seeded generator: retry jitter with a seed, the demo
+/// server's data, DepotTesting's `SeededGenerator` and the randomized tests
+/// all draw from it.
+package struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    /// Equal seeds give equal sequences.
+    package init(seed: UInt64) { state = seed }
+
+    package mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

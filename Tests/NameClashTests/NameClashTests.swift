@@ -1,0 +1,140 @@
+import AsyncHTTPClient
+import Depot
+import DepotAsyncHTTPClient
+import DepotStore
+import DepotTesting
+import Foundation
+import GRDB
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// Depot's public types live beside the packages a Depot user imports with
+/// it: this file imports them all and names every public type of Depot's
+/// modules unqualified. It compiles only if no name is ambiguous, and the
+/// test checks that each name is Depot's own type.
+@Suite struct NameClashTests {
+    struct Row: FetchableRecord, Identifiable, Equatable, Sendable {
+        var id: Int
+        init(row: GRDB.Row) throws { id = row["id"] }
+        init(id: Int) { self.id = id }
+    }
+
+    /// Every public top-level type of Depot, DepotStore, DepotAsyncHTTPClient
+    /// and DepotTesting, named unqualified.
+    static let types: [String: Any.Type] = [
+        "AsyncHTTPClientTransport": AsyncHTTPClientTransport.self,
+        "CachePolicy": CachePolicy.self,
+        "CacheUpdate": CacheUpdate<Int>.self,
+        "CachingOperation": (any CachingOperation).Type.self,
+        "Coalescing": Coalescing.self,
+        "ConcurrencyPolicy": ConcurrencyPolicy.self,
+        "ConnectionEstimate": ConnectionEstimate.self,
+        "ConnectionMonitor": ConnectionMonitor.self,
+        "ConnectionQuality": ConnectionQuality.self,
+        "ConnectionStatus": ConnectionStatus.self,
+        "Credentials": Credentials.self,
+        "DefaultHeaders": DefaultHeaders.self,
+        "DepotError": DepotError.self,
+        "ExitPolicy": ExitPolicy.self,
+        "FileTransport": FileTransport.self,
+        "FixtureTransport": FixtureTransport.self,
+        "HeaderFields": HeaderFields.self,
+        "ItemPath": ItemPath.self,
+        "JSONArrayIngest": JSONArrayIngest.self,
+        "ManualClock": ManualClock.self,
+        "ManualDate": ManualDate.self,
+        "NetworkController": NetworkController.self,
+        "NetworkEvent": NetworkEvent.self,
+        "NetworkOperation": (any NetworkOperation).Type.self,
+        "NetworkRequest": NetworkRequest.self,
+        "NetworkResponse": NetworkResponse.self,
+        "NetworkSimulator": NetworkSimulator.self,
+        "OfflineBehavior": OfflineBehavior.self,
+        "OperationCategory": OperationCategory.self,
+        "OperationContext": OperationContext.self,
+        "OperationContextKey": (any OperationContextKey).Type.self,
+        "OperationContextValues": OperationContextValues.self,
+        "Origin": Origin.self,
+        "Priority": Priority.self,
+        "QualityRules": QualityRules.self,
+        "RequestAdapter": (any RequestAdapter).Type.self,
+        "ResultsChangeSet": ResultsChangeSet.self,
+        "ResultsController": ResultsController<Row>.self,
+        "ResultsObservation": ResultsObservation.self,
+        "ResultsSection": ResultsSection<Row>.self,
+        "ResultsSnapshot": ResultsSnapshot<Row>.self,
+        "ResultsUpdate": ResultsUpdate<Row>.self,
+        "RetryBudget": RetryBudget.self,
+        "RetryDecision": RetryDecision.self,
+        "RetryPolicy": RetryPolicy.self,
+        "SeededGenerator": SeededGenerator.self,
+        "ShutdownReport": ShutdownReport.self,
+        "Store": Store.self,
+        "StoreFixtures": StoreFixtures.self,
+        "SyncError": SyncError.self,
+        "SyncLedger": SyncLedger.self,
+        "SyncStatus": SyncStatus.self,
+        "Ticket": Ticket.self,
+        "Timeout": Timeout.self,
+        "Trace": Trace.self,
+        "TraceRecorder": TraceRecorder.self,
+        "TransferProgress": TransferProgress.self,
+        "TransferSample": TransferSample.self,
+        "Transport": (any Transport).Type.self,
+        "TransportBody": TransportBody.self,
+        "TransportRequest": TransportRequest.self,
+        "TransportResponse": TransportResponse.self,
+        "URLSessionTransport": URLSessionTransport.self,
+    ]
+
+    static let depotModules = ["Depot", "DepotStore", "DepotAsyncHTTPClient", "DepotTesting"]
+
+    @Test func everyUnqualifiedNameIsDepotsOwnType() {
+        for (name, type) in Self.types {
+            let module = String(reflecting: type)
+                .replacingOccurrences(of: "any ", with: "")
+                .split(separator: ".").first.map(String.init) ?? ""
+            #expect(Self.depotModules.contains(module), "\(name) is \(String(reflecting: type))")
+        }
+    }
+
+    /// The list above is every public top-level type in the sources: a new one
+    /// must be added here, and so is checked against the other packages.
+    @Test func theListNamesEveryPublicType() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let declaration = try Regex(#"^public (?:final )?(?:struct|enum|class|actor|protocol|typealias) ([A-Za-z0-9_]+)"#).anchorsMatchLineEndings()
+        var found: Set<String> = []
+        for module in Self.depotModules {
+            let folder = root.appending(path: "Sources/\(module)")
+            let files = try #require(FileManager.default.enumerator(atPath: folder.path)).compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }
+            for file in files {
+                let text = try String(contentsOf: folder.appending(path: file), encoding: .utf8)
+                for match in text.matches(of: declaration) {
+                    if let name = match.output[1].substring { found.insert(String(name)) }
+                }
+            }
+        }
+        #expect(found.count > 50)
+        #expect(found == Set(Self.types.keys), "missing: \(found.subtracting(Self.types.keys).sorted()), gone: \(Set(Self.types.keys).subtracting(found).sorted())")
+    }
+
+    /// The types users meet most, used the way they are used, unqualified.
+    @Test func theCommonTypesWorkUnqualified() throws {
+        var headers: HeaderFields = ["Accept": "application/json"]
+        headers["X-Trace"] = "1"
+        let request = NetworkRequest.get("contacts", headers: headers)
+        #expect(request.method == .get)
+        let response = NetworkResponse(status: 200, headers: headers, body: Data("{}".utf8), url: URL(string: "http://h.test/contacts")!)
+        #expect(response.status == 200)
+        let method: NetworkRequest.Method = .post
+        #expect(method.rawValue == "POST")
+        // And the other packages' types of the same role, beside them.
+        let hbResponse = Hummingbird.Response(status: .ok)
+        let nioHeaders = NIOHTTP1.HTTPHeaders([("Accept", "text/plain")])
+        let fields: HTTPFields = [.accept: "text/plain"]
+        #expect(hbResponse.status == .ok && nioHeaders.count == 1 && fields.count == 1)
+    }
+}
