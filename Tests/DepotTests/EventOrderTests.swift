@@ -42,6 +42,71 @@ import Testing
         return nil
     }
 
+    // MARK: The state machine
+
+    static func event(_ sequence: UInt32, _ detail: NetworkEvent.Detail) -> NetworkEvent {
+        NetworkEvent(time: .zero, ticket: Ticket.ID(rawValue: 1), operation: "Op", detail: detail, sequence: sequence)
+    }
+
+    static let progress = event(0, .progress(TransferProgress(received: 1)))
+
+    /// Drains what `order` hands out after admitting `event`, as a deliverer would.
+    static func deliver(_ event: NetworkEvent, to order: inout EventOrder) -> [String] {
+        var out: [String] = []
+        var next = order.admit(event)
+        while let current = next {
+            out.append("\(current.kind)\(current.sequence == 0 ? "" : "#\(current.sequence)")")
+            next = order.next()
+        }
+        return out
+    }
+
+    @Test func eventsInTurnGoOutAtOnce() {
+        var order = EventOrder()
+        #expect(Self.deliver(Self.event(1, .enqueued(priority: .normal, category: .default)), to: &order) == ["enqueued#1"])
+        #expect(Self.deliver(Self.event(2, .started(attempt: 1)), to: &order) == ["started#2"])
+        #expect(Self.deliver(Self.progress, to: &order) == ["progress"])
+        #expect(Self.deliver(Self.event(3, .cancelled), to: &order) == ["cancelled#3"])
+        #expect(order.ended)
+    }
+
+    @Test func anEarlyEventWaitsForTheOnesBeforeIt() {
+        var order = EventOrder()
+        // A job's end, numbered after the ticket's enqueued, arrives first.
+        #expect(Self.deliver(Self.event(3, .finished(.init(status: 200, bytes: 1, duration: .zero, sample: nil))), to: &order) == [])
+        #expect(Self.deliver(Self.progress, to: &order) == [])
+        #expect(Self.deliver(Self.event(2, .coalesced(into: Ticket.ID(rawValue: 9))), to: &order) == [])
+        #expect(Self.deliver(Self.event(1, .enqueued(priority: .normal, category: .default)), to: &order)
+            == ["enqueued#1", "coalesced#2", "finished#3"])
+        // The progress that came before `enqueued` is dropped once the ticket ended.
+        #expect(Self.deliver(Self.progress, to: &order) == [])
+    }
+
+    @Test func progressBeforeEnqueuedWaitsForIt() {
+        var order = EventOrder()
+        #expect(Self.deliver(Self.progress, to: &order) == [])
+        #expect(Self.deliver(Self.event(1, .enqueued(priority: .normal, category: .default)), to: &order) == ["enqueued#1", "progress"])
+    }
+
+    /// While one thread delivers, others only queue: the deliverer hands on
+    /// what came meanwhile, in order, before it stops.
+    @Test func oneDelivererAtATime() {
+        var order = EventOrder()
+        let first = order.admit(Self.event(1, .enqueued(priority: .normal, category: .default)))
+        #expect(first?.sequence == 1)
+        // Another thread's events arrive while the first is being delivered.
+        #expect(order.admit(Self.event(2, .started(attempt: 1))) == nil)
+        #expect(order.admit(Self.progress) == nil)
+        #expect(order.admit(Self.event(3, .failed(DepotError(.timedOut)))) == nil)
+        #expect(order.next()?.sequence == 2)
+        #expect(order.next()?.sequence == 3)
+        // The terminal event ended the ticket: the queued progress is dropped.
+        #expect(order.next() == nil)
+        #expect(order.ended && order.delivered == 3)
+    }
+
+    // MARK: Through the controller
+
     /// Tickets that join a running job, while its progress streams and while
     /// some of them are cancelled, see `enqueued` first and nothing after the end.
     @Test func ticketsJoiningARunningJobSeeEnqueuedFirstAndNothingAfterTheEnd() async throws {
