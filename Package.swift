@@ -144,12 +144,11 @@ let package = Package(
             dependencies: [
                 "Depot",
                 "DepotAsyncHTTPClient",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                "DemoServer",
                 "DepotTesting",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(

@@ -6,6 +6,8 @@ import NIOCore
 struct DemoRequestContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     let channel: any Channel
+    /// The request is a HEAD, routed as the GET it mirrors (see ``HeadResponder``).
+    var answersHead = false
 
     init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

@@ -2,87 +2,21 @@ import Foundation
 import Hummingbird
 import NIOCore
 
-extension DemoServer {
-    /// The fault routes, typed so tests never spell paths by hand.
-    ///
-    /// ```swift
-    /// let url = server.url(for: .status(503))
-    /// let slow = server.url(for: .drip(bytes: 10, every: .milliseconds(100)))
-    /// ```
-    public enum Fault: Sendable, Hashable {
-        /// Answers this status with a short text body.
-        case status(Int)
-        /// 503 with `Retry-After` in seconds, or as an HTTP date when `asDate` is true.
-        case retryAfter(seconds: Int, asDate: Bool = false)
-        /// A redirect to itself, forever.
-        case redirectLoop
-        /// A redirect to the second listener (another port, so another origin), which
-        /// records the headers it receives: see ``DemoServer/crossOriginHeaders``.
-        case redirectCrossOrigin
-        /// A redirect to a plain-http URL. Served over http here, so it exercises the
-        /// https→http refusal only behind TLS or a transport stub.
-        case redirectToHTTP
-        /// `bytes` bytes, one every `every` of server time.
-        case drip(bytes: Int, every: Duration)
-        /// Half a declared body, then the connection is reset.
-        case resetMidBody
-        /// `Content-Length: 1000` with 100 bytes, then the connection closes.
-        case truncated
-        /// An endless chunked body, paced at 16 MB/s.
-        case huge
-        /// JSON that is valid for `validItems` items and then broken.
-        case malformedJSON(validItems: Int)
-        /// XML that is not well-formed: a bare `&`, a mismatched end tag, no end.
-        case malformedXML
-        /// An XML document whose nested entities expand to gigabytes.
-        case xmlBillionLaughs
-        /// An XML document that refers to an external entity (a local file).
-        case xmlExternalEntity
-        /// JSON labelled `text/html`.
-        case wrongContentType
-        /// 200 with an empty body.
-        case empty
-        /// `count` bytes of filler: a body of known size, for pacing checks.
-        case bytes(Int)
-
-        /// The path and query of this fault.
-        public var path: String {
-            switch self {
-            case .status(let code): return "/faults/status/\(code)"
-            case .retryAfter(let seconds, let asDate): return "/faults/retry-after/\(seconds)" + (asDate ? "?date=1" : "")
-            case .redirectLoop: return "/faults/redirect-loop"
-            case .redirectCrossOrigin: return "/faults/redirect/cross-origin"
-            case .redirectToHTTP: return "/faults/redirect/https-to-http"
-            case .drip(let bytes, let every): return "/faults/drip?bytes=\(bytes)&ms=\(every.components.seconds * 1000 + every.components.attoseconds / 1_000_000_000_000_000)"
-            case .resetMidBody: return "/faults/reset-mid-body"
-            case .truncated: return "/faults/truncated"
-            case .huge: return "/faults/huge"
-            case .malformedJSON(let validItems): return "/faults/malformed-json?items=\(validItems)"
-            case .malformedXML: return "/faults/malformed-xml"
-            case .xmlBillionLaughs: return "/faults/xml-billion-laughs"
-            case .xmlExternalEntity: return "/faults/xml-external-entity"
-            case .wrongContentType: return "/faults/wrong-content-type"
-            case .empty: return "/faults/empty"
-            case .bytes(let count): return "/faults/bytes/\(count)"
-            }
-        }
-    }
-
-    /// The URL of a fault route on this server.
-    public func url(for fault: Fault) -> URL {
-        URL(string: baseURL.absoluteString + fault.path)!
-    }
-}
-
 /// The connection is closed on purpose.
 struct DeliberateReset: Error {}
 
+/// The routes of ``DemoServer/Fault``: broken, slow, hostile and scripted answers.
 enum FaultRoutes {
+    /// Every fault path starts with this.
+    static let prefix = "/faults/"
+
     static func add(to router: Router<DemoRequestContext>, state: ServerState) {
-        router.get("/faults/status/:code") { _, context in
+        addScripted(to: router, state: state)
+        router.get("/faults/status/:code") { request, context in
             let code = try context.parameters.require("code", as: Int.self)
             guard (100...599).contains(code) else { return text(.badRequest, "status must be 100...599") }
-            let body = [204, 304].contains(code) || code < 200 ? "" : "status \(code)"
+            let given = request.uri.queryParameters.get("body").map { $0.removingPercentEncoding ?? String($0) }
+            let body = [204, 304].contains(code) || code < 200 ? "" : given ?? "status \(code)"
             return text(.init(code: code), body)
         }
         router.get("/faults/retry-after/:seconds") { request, context in
@@ -96,6 +30,11 @@ enum FaultRoutes {
         }
         router.get("/faults/redirect-loop") { _, _ in
             Response(status: .found, headers: [.location: "/faults/redirect-loop"])
+        }
+        router.get("/faults/redirects/:count") { _, context in
+            let count = try context.parameters.require("count", as: Int.self)
+            let next = count <= 1 ? DemoServer.Fault.hello.path : DemoServer.Fault.redirects(count - 1).path
+            return Response(status: .found, headers: [.location: next])
         }
         router.get("/faults/redirect/cross-origin") { _, _ in
             let port = state.crossOriginPort.withLock { $0 }
@@ -133,9 +72,15 @@ enum FaultRoutes {
                 // Paced at 16 KB per millisecond of real time: Hummingbird buffers writes
                 // without waiting for the socket, so an unpaced loop would fill memory.
                 let clock = ContinuousClock()
-                while !state.isStopping {
-                    try await writer.write(chunk)
-                    try await clock.sleep(for: .milliseconds(1))
+                do {
+                    while !state.isStopping {
+                        try await writer.write(chunk)
+                        try await clock.sleep(for: .milliseconds(1))
+                    }
+                } catch {
+                    // The client went away mid-body: tests wait for this.
+                    state.requestLog.recordAbandoned(path: DemoServer.Fault.huge.path)
+                    throw error
                 }
                 try await writer.finish(nil)
             })
@@ -185,18 +130,5 @@ enum FaultRoutes {
 
     static func xml(_ body: String) -> Response {
         Response(status: .ok, headers: [.contentType: "application/xml"], body: .init(byteBuffer: ByteBuffer(string: body)))
-    }
-}
-
-/// The second listener: another port, so another origin, that records what arrives.
-enum EchoRoutes {
-    static func add(to router: Router<DemoRequestContext>, state: ServerState) {
-        router.get("/echo/headers") { request, _ in
-            var headers: [String: String] = [:]
-            for field in request.headers { headers[field.name.canonicalName] = field.value }
-            state.crossOriginHeaders.withLock { $0 = headers }
-            let data = try JSONEncoder.sorted.encode(headers)
-            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
-        }
     }
 }

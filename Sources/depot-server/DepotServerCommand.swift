@@ -7,7 +7,7 @@ import Foundation
 struct DepotServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "depot-server",
-        abstract: "A local HTTP backend for Depot's example apps: forum RSS/Atom and top songs, with ETags."
+        abstract: "A local HTTP backend for Depot's example apps: forum RSS/Atom and top songs, with ETags. Every GET route also answers HEAD."
     )
 
     @Option(help: "The port to listen on; 0 picks a free one and prints it.")
@@ -54,6 +54,7 @@ struct DepotServerCommand: AsyncParsableCommand {
         let banner = """
             depot-server listening on \(server.baseURL.absoluteString)
             routes: /forum/rss  /forum/atom  /topsongs/limit=10/json  /faults/...  /_stats  POST /_control
+            (every GET route also answers HEAD: the same status and headers, no body)
 
             """
         FileHandle.standardOutput.write(Data(banner.utf8))

@@ -74,8 +74,10 @@ import Testing
             let first = Task { try await get(server.url(for: .bytes(10_000))) }
             let second = Task { try await get(server.url(for: .bytes(10_000))) }
             var deadlines: [Duration] = []
-            for _ in 0..<40 {
-                await clock.sleepers(atLeast: 1)
+            for round in 0..<40 {
+                // Both downloads book their first chunk before time moves: otherwise a
+                // late second request would start its slots 50 ms later.
+                await clock.sleepers(atLeast: round == 0 ? 2 : 1)
                 if let deadline = clock.advanceToNextDeadline() { deadlines.append(deadline.offset) }
             }
             let bodies = (try await first.value.body, try await second.value.body)

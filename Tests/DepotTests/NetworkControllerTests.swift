@@ -1,3 +1,4 @@
+import DemoServer
 @testable import Depot
 import DepotAsyncHTTPClient
 import DepotTesting
@@ -41,20 +42,20 @@ import Testing
                     recorder.onCall = {
                         if recorder.calls.values.reduce(0, +) == expected.count { done.resume() }
                     }
-                    controller.enqueue(FetchHello(path: "/gated/a"), completion: recorder.record("ok"))
-                    controller.enqueue(FetchHello(path: "/gated/a"), completion: recorder.record("coalesced"))
-                    let missing = controller.enqueue(FetchHello(path: "/status/404"), completion: recorder.record("notFound"))
-                    controller.enqueue(FetchHello(path: "/hang"), completion: recorder.record("cancelled")).cancel()
+                    controller.enqueue(FetchHello(.gated("a")), completion: recorder.record("ok"))
+                    controller.enqueue(FetchHello(.gated("a")), completion: recorder.record("coalesced"))
+                    let missing = controller.enqueue(FetchHello(.status(404)), completion: recorder.record("notFound"))
+                    controller.enqueue(FetchHello(.hang), completion: recorder.record("cancelled")).cancel()
                     controller.enqueue(FetchHello(), after: [missing], completion: recorder.record("dependent"))
                     controller.enqueue(FetchHello(path: "http://bad host/"), completion: recorder.record("badPath"))
                     recorder.enqueueReturned = true
-                    server.gates.open("a")
+                    server.openGate("a")
                 }
                 // Every completion exactly once, also after the queue drained: a later
                 // operation's completion reaches the main actor after any stray second call.
                 await controller.waitUntilIdle()
                 await withCheckedContinuation { (sentinel: CheckedContinuation<Void, Never>) in
-                    controller.enqueue(FetchHello(path: "/status/404")) { _ in sentinel.resume() }
+                    controller.enqueue(FetchHello(.status(404))) { _ in sentinel.resume() }
                 }
                 #expect(recorder.calls == Dictionary(uniqueKeysWithValues: expected.map { ($0, 1) }))
                 #expect((try? recorder.results["ok"]?.get()) == Hello(message: "hello"))
@@ -86,7 +87,7 @@ import Testing
                     // Ten keystrokes: each search cancels the one before.
                     for query in 1...10 {
                         screen.current?.cancel()
-                        screen.current = controller.enqueue(FetchHello(path: "/gated/q\(query)")) { ticket, result in
+                        screen.current = controller.enqueue(FetchHello(.gated("q\(query)"))) { ticket, result in
                             screen.calls += 1
                             if ticket == screen.current, case .success(let hello) = result {
                                 screen.shown.append("\(query): \(hello.message)")
@@ -96,7 +97,7 @@ import Testing
                             if screen.calls == 10 { screen.done?.resume() }
                         }
                     }
-                    for query in 1...10 { server.gates.open("q\(query)") }
+                    for query in 1...10 { server.openGate("q\(query)") }
                 }
                 #expect(screen.shown == ["10: hello"])
                 #expect(screen.stale == 9)
@@ -109,7 +110,7 @@ import Testing
             try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
                 let output = try await controller.perform(FetchHello())
                 #expect(output.message == "hello")
-                await #expect(throws: DepotError.self) { _ = try await controller.perform(FetchHello(path: "/status/500")) }
+                await #expect(throws: DepotError.self) { _ = try await controller.perform(FetchHello(.status(500))) }
             }
         }
     }
@@ -118,7 +119,7 @@ import Testing
         try await withServer { server in
             try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
                 let events = controller.events
-                let task = Task { try await controller.perform(FetchHello(path: "/hang")) }
+                let task = Task { try await controller.perform(FetchHello(.hang)) }
                 for await event in events {
                     if case .started = event.detail { break }
                 }
@@ -138,17 +139,17 @@ import Testing
             try await withController(AsyncHTTPClientTransport(), baseURL: server.baseURL) { controller in
                 let events = controller.events
                 let results = try await withThrowingTaskGroup(of: Hello.self) { group in
-                    for _ in 0..<5 { group.addTask { try await controller.perform(FetchHello(path: "/gated/refresh")) } }
+                    for _ in 0..<5 { group.addTask { try await controller.perform(FetchHello(.gated("refresh"))) } }
                     var coalesced = 0
                     for await event in events {
                         if case .coalesced = event.detail { coalesced += 1 }
                         if coalesced == 4 { break }
                     }
-                    server.gates.open("refresh")
+                    server.openGate("refresh")
                     return try await group.reduce(into: []) { $0.append($1) }
                 }
                 #expect(results == Array(repeating: Hello(message: "hello"), count: 5))
-                #expect(server.count("/gated/refresh") == 1)
+                #expect(server.requestCount(for: .gated("refresh")) == 1)
             }
         }
     }
@@ -182,8 +183,8 @@ import Testing
                 // The gate holds both POSTs, so they are queued together: a coalescing
                 // bug cannot hide behind the first finishing before the second arrives.
                 let events = controller.events
-                async let first = controller.perform(PostEcho(path: "/gated/mutation", text: "a"))
-                async let second = controller.perform(PostEcho(path: "/gated/mutation", text: "a"))
+                async let first = controller.perform(PostEcho(.gated("mutation"), text: "a"))
+                async let second = controller.perform(PostEcho(.gated("mutation"), text: "a"))
                 var started = 0
                 var coalesced = 0
                 for await event in events {
@@ -194,11 +195,11 @@ import Testing
                     }
                     if started == 2 || coalesced > 0 { break }
                 }
-                server.gates.open("mutation")
+                server.openGate("mutation")
                 _ = try await (first, second)
                 #expect(coalesced == 0)
                 #expect(started == 2)
-                #expect(server.count("/gated/mutation") == 2)
+                #expect(server.requestCount(for: .gated("mutation")) == 2)
             }
         }
     }
@@ -207,11 +208,11 @@ import Testing
         try await withServer { server in
             try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.concurrencyPolicy = .fixed(1) }) { controller in
                 let events = controller.events
-                let blocker = controller.enqueue(FetchHello(path: "/gated/slot"))
-                let avatar = controller.enqueue(FetchHello(path: "/hello?avatar", priority: .veryLow))
-                let other = controller.enqueue(FetchHello(path: "/hello?other", priority: .normal))
-                let urgent = controller.enqueue(FetchHello(path: "/hello?avatar", priority: .high))
-                server.gates.open("slot")
+                let blocker = controller.enqueue(FetchHello(.gated("slot")))
+                let avatar = controller.enqueue(FetchHello(.hello, variant: "avatar", priority: .veryLow))
+                let other = controller.enqueue(FetchHello(.hello, variant: "other", priority: .normal))
+                let urgent = controller.enqueue(FetchHello(.hello, variant: "avatar", priority: .high))
+                server.openGate("slot")
                 var started: [Ticket.ID] = []
                 var promoted = false
                 for await event in events {
@@ -236,7 +237,7 @@ import Testing
     @Test func dependencyFailureCarriesTheCause() async throws {
         try await withServer { server in
             try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
-                let login = controller.enqueue(FetchHello(path: "/status/401"))
+                let login = controller.enqueue(FetchHello(.status(401)))
                 let error = await DepotError.from { _ = try await controller.perform(FetchHello(), after: [login]) }
                 #expect(error?.code == .dependencyFailed)
                 #expect((error?.underlying as? DepotError)?.code == .unauthorized)
@@ -244,7 +245,7 @@ import Testing
                 // A dependency that already failed fails the dependent at once.
                 let again = await DepotError.from { _ = try await controller.perform(FetchHello(), after: [login]) }
                 #expect(again?.code == .dependencyFailed)
-                #expect(server.count("/hello") == 0)
+                #expect(server.requestCount(for: .hello) == 0)
             }
         }
     }
@@ -253,10 +254,10 @@ import Testing
         try await withServer { server in
             try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
                 let events = controller.events
-                let first = controller.enqueue(FetchHello(path: "/gated/first"))
-                let second = controller.enqueue(FetchHello(path: "/hello?second"), after: [first])
+                let first = controller.enqueue(FetchHello(.gated("first")))
+                let second = controller.enqueue(FetchHello(.hello, variant: "second"), after: [first])
                 #expect(controller.activity.blocked == 1)
-                server.gates.open("first")
+                server.openGate("first")
                 var order: [Ticket.ID] = []
                 for await event in events {
                     if case .finished = event.detail { order.append(try #require(event.ticket)) }
@@ -274,8 +275,8 @@ import Testing
             try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
                 controller.pause(category: .images)
                 #expect(controller.pausedCategories == [.images])
-                let image = controller.enqueue(FetchHello(path: "/hello?image", category: .images))
-                let doomed = controller.enqueue(FetchHello(path: "/hello?doomed", category: .images))
+                let image = controller.enqueue(FetchHello(.hello, variant: "image", category: .images))
+                let doomed = controller.enqueue(FetchHello(.hello, variant: "doomed", category: .images))
                 let output = try await controller.perform(FetchHello())
                 #expect(output.message == "hello")
                 #expect(controller.activity.queued == 2)
@@ -285,12 +286,12 @@ import Testing
                 await controller.waitUntilIdle()
                 #expect(image.outcome == .succeeded)
                 #expect(doomed.outcome == .cancelled)
-                #expect(server.count("/hello") == 2)
+                #expect(server.requestCount(for: .hello) == 2)
 
-                let hung = controller.enqueue(FetchHello(path: "/hang", category: .images))
-                let bystander = controller.enqueue(FetchHello(path: "/gated/bystander"))
+                let hung = controller.enqueue(FetchHello(.hang, category: .images))
+                let bystander = controller.enqueue(FetchHello(.gated("bystander")))
                 controller.cancel(category: .images)
-                server.gates.open("bystander")
+                server.openGate("bystander")
                 await controller.waitUntilIdle()
                 #expect(hung.outcome == .cancelled)
                 #expect(bystander.outcome == .succeeded)
@@ -301,7 +302,7 @@ import Testing
     @Test func changingTheLimitStartsQueuedWork() async throws {
         try await withServer { server in
             try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.concurrencyPolicy = .fixed(0) }) { controller in
-                let tickets = (0..<3).map { controller.enqueue(FetchHello(path: "/hello?\($0)")) }
+                let tickets = (0..<3).map { controller.enqueue(FetchHello(.hello, variant: "\($0)")) }
                 #expect(controller.activity.queued == 3)
                 controller.concurrencyLimit = 2
                 #expect(controller.concurrencyLimit == 2)
@@ -314,7 +315,7 @@ import Testing
     @Test func cancelAllCancelsEverything() async throws {
         try await withServer { server in
             try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.concurrencyPolicy = .fixed(1) }) { controller in
-                let tickets = (0..<4).map { controller.enqueue(FetchHello(path: "/hang?\($0)")) }
+                let tickets = (0..<4).map { controller.enqueue(FetchHello(.hang, variant: "\($0)")) }
                 controller.cancelAll()
                 await controller.waitUntilIdle()
                 #expect(tickets.allSatisfy { $0.outcome == .cancelled })
@@ -328,8 +329,8 @@ import Testing
         try await withServer { server in
             let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil))
             let events = controller.events
-            let post = controller.enqueue(PostEcho(path: "/gated/post", text: "must arrive", exitPolicy: .finish))
-            let avatars = (0..<3).map { controller.enqueue(FetchHello(path: "/hang?\($0)", category: .images)) }
+            let post = controller.enqueue(PostEcho(.gated("post"), text: "must arrive", exitPolicy: .finish))
+            let avatars = (0..<3).map { controller.enqueue(FetchHello(.hang, variant: "\($0)", category: .images)) }
             let shutdown = Task { await controller.shutdown(grace: .seconds(30)) }
             var cancelled = 0
             for await event in events {
@@ -337,14 +338,14 @@ import Testing
                 if cancelled == 3 { break }
             }
             #expect(!post.isFinished)
-            server.gates.open("post")
+            server.openGate("post")
             let report = await shutdown.value
             #expect(report.finished == 1)
             #expect(report.cancelled == 3)
             #expect(!report.graceExpired)
             #expect(post.outcome == .succeeded)
             #expect(avatars.allSatisfy { $0.outcome == .cancelled })
-            #expect(server.count("/gated/post") == 1)
+            #expect(server.requestCount(for: .gated("post")) == 1)
 
             let late = await DepotError.from { _ = try await controller.perform(FetchHello()) }
             #expect(late?.code == .shutDown)
@@ -411,7 +412,7 @@ import Testing
     @Test func concurrentShutdownsShareOneReport() async throws {
         try await withServer { server in
             let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: URLSessionTransport(), notificationCenter: nil))
-            let hung = controller.enqueue(FetchHello(path: "/hang"))
+            let hung = controller.enqueue(FetchHello(.hang))
             async let first = controller.shutdown(grace: .seconds(30))
             async let second = controller.shutdown(grace: .seconds(30))
             let (a, b) = await (first, second)
@@ -532,7 +533,7 @@ import Testing
             defer { observers.forEach(center.removeObserver) }
             try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.notificationCenter = center }) { controller in
                 _ = try await controller.perform(FetchHello())
-                _ = try? await controller.perform(FetchHello(path: "/status/404"))
+                _ = try? await controller.perform(FetchHello(.status(404)))
             }
             let recorded = seen.value
             #expect(recorded.map(\.name) == [.depotOperationEnqueued, .depotOperationStarted, .depotOperationFinished, .depotOperationEnqueued, .depotOperationStarted, .depotOperationFailed])
@@ -554,7 +555,7 @@ import Testing
                 $0.logger = logger
                 $0.adapters = [Credentials.bearer("s3cret-token", for: server.baseURL), DefaultHeaders(["Cookie": "session=hunter2"])]
             }) { controller in
-                _ = try await controller.perform(FetchRaw(url: server.url(.echoHeaders)))
+                _ = try await controller.perform(FetchRaw(url: server.url(for: .echoHeaders)))
             }
         }
         let lines = sink.lines

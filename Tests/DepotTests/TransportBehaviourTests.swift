@@ -1,3 +1,4 @@
+import DemoServer
 @testable import Depot
 import Foundation
 import Testing
@@ -18,7 +19,7 @@ import Testing
     func postsJSONAndFormBodies(kind: TransportKind) async throws {
         struct PostForm: NetworkOperation {
             typealias Output = [String: String]
-            var request: NetworkRequest { .post("/echo/body", form: ["name": "Ann Smith", "note": "a&b=c"]) }
+            var request: NetworkRequest { .post(DemoServer.Fault.echoBody.path, form: ["name": "Ann Smith", "note": "a&b=c"]) }
         }
         try await withServer { server in
             try await withController(kind.make(), baseURL: server.baseURL) { controller in
@@ -42,11 +43,11 @@ import Testing
                     (500, .server), (503, .server), (418, .unexpectedStatus), (304, .unexpectedStatus),
                 ]
                 for (status, code) in expectations {
-                    let error = await DepotError.from { _ = try await controller.perform(FetchHello(path: TestServer.Route.status(status, body: "maintenance").path)) }
+                    let error = await DepotError.from { _ = try await controller.perform(FetchHello(.status(status, body: "maintenance"))) }
                     #expect(error?.code == code, "status \(status)")
                     #expect(error?.status == status)
                 }
-                let error = await DepotError.from { _ = try await controller.perform(FetchHello(path: TestServer.Route.status(503, body: "maintenance").path)) }
+                let error = await DepotError.from { _ = try await controller.perform(FetchHello(.status(503, body: "maintenance"))) }
                 #expect(error?.description == #"FetchHello failed: server answered 503 Service Unavailable (body: "maintenance")"#)
             }
         }
@@ -56,8 +57,8 @@ import Testing
     func malformedJSONIsADecodingError(kind: TransportKind) async throws {
         try await withServer { server in
             try await withController(kind.make(), baseURL: server.baseURL) { controller in
-                // /echo/headers answers JSON that is not a Hello.
-                let error = await DepotError.from { _ = try await controller.perform(FetchHello(path: "/echo/headers")) }
+                // .echoHeaders answers JSON that is not a Hello.
+                let error = await DepotError.from { _ = try await controller.perform(FetchHello(.echoHeaders)) }
                 #expect(error?.code == .decoding)
                 #expect(error?.status == 200)
                 #expect(error?.bodyExcerpt?.isEmpty == false)
@@ -68,8 +69,8 @@ import Testing
     @Test(arguments: TransportKind.allCases)
     func connectionRefusedIsOffline(kind: TransportKind) async throws {
         // Start a server to learn a free port, then stop it: nothing listens there now.
-        let server = try await TestServer.start()
-        let url = server.url(.hello)
+        let server = try await DemoServer.start(.init(host: "127.0.0.1", port: 0))
+        let url = server.url(for: .hello)
         await server.stop()
         try await withController(kind.make()) { controller in
             let error = await DepotError.from { _ = try await controller.perform(FetchRaw(url: url, offlineBehavior: .failFast)) }
@@ -82,7 +83,7 @@ import Testing
     func hungServerTimesOut(kind: TransportKind) async throws {
         try await withServer { server in
             try await withController(kind.make()) { controller in
-                let error = await DepotError.from { _ = try await controller.perform(FetchRaw(url: server.url(.hang), timeout: .idle(.milliseconds(300)))) }
+                let error = await DepotError.from { _ = try await controller.perform(FetchRaw(url: server.url(for: .hang), timeout: .idle(.milliseconds(300)))) }
                 #expect(error?.code == .timedOut)
             }
         }
@@ -92,10 +93,10 @@ import Testing
     func followsRedirects(kind: TransportKind) async throws {
         try await withServer { server in
             try await withController(kind.make()) { controller in
-                let response = try await controller.perform(FetchRaw(url: server.url(.redirect(count: 3))))
+                let response = try await controller.perform(FetchRaw(url: server.url(for: .redirects(3))))
                 #expect(response.status == 200)
-                #expect(response.url.path == "/hello")
-                #expect(server.count("/redirect/1") == 1)
+                #expect(response.url.path == DemoServer.Fault.hello.path)
+                #expect(server.requestCount(for: .redirects(1)) == 1)
             }
         }
     }
@@ -104,37 +105,36 @@ import Testing
     func redirectLoopStopsAtTheCap(kind: TransportKind) async throws {
         try await withServer { server in
             try await withController(kind.make()) { controller in
-                let error = await DepotError.from { _ = try await controller.perform(FetchRaw(url: server.url(.redirectLoop))) }
+                let error = await DepotError.from { _ = try await controller.perform(FetchRaw(url: server.url(for: .redirectLoop))) }
                 #expect(error?.code == .tooManyRedirects)
-                #expect(server.count("/redirect-loop") == 11)
+                #expect(server.requestCount(for: .redirectLoop) == 11)
             }
         }
     }
 
     @Test(arguments: TransportKind.allCases)
     func crossOriginRedirectDropsAuthorizationAndCookie(kind: TransportKind) async throws {
-        try await withServer { first in
-            try await withServer { second in
-                let target = second.url(.echoHeaders)
-                try await withController(kind.make(), baseURL: first.baseURL, configure: {
-                    $0.adapters = [
-                        Credentials.bearer("s3cret", for: first.baseURL),
-                        DefaultHeaders(["Cookie": "session=abc", "X-Trace": "1"]),
-                    ]
-                }) { controller in
-                    // Same origin first: the credentials arrive.
-                    _ = try await controller.perform(FetchRaw(url: first.url(.echoHeaders)))
-                    #expect(first.headers(for: "/echo/headers")?["authorization"] == "Bearer s3cret")
-                    #expect(first.headers(for: "/echo/headers")?["cookie"] == "session=abc")
+        try await withServer { server in
+            try await withController(kind.make(), baseURL: server.baseURL, configure: {
+                $0.adapters = [
+                    Credentials.bearer("s3cret", for: server.baseURL),
+                    DefaultHeaders(["Cookie": "session=abc", "X-Trace": "1"]),
+                ]
+            }) { controller in
+                // Same origin first: the credentials arrive.
+                _ = try await controller.perform(FetchRaw(url: server.url(for: .echoHeaders)))
+                #expect(server.lastRequestHeaders(for: .echoHeaders)?["authorization"] == "Bearer s3cret")
+                #expect(server.lastRequestHeaders(for: .echoHeaders)?["cookie"] == "session=abc")
 
-                    // Then a redirect to the other port: they must not.
-                    let response = try await controller.perform(FetchRaw(url: first.url(.redirectTo(target, status: 302))))
-                    #expect(response.status == 200)
-                    let seen = try #require(second.headers(for: "/echo/headers"))
-                    #expect(seen["authorization"] == nil)
-                    #expect(seen["cookie"] == nil)
-                    #expect(seen["x-trace"] == "1")
-                }
+                // Then a 302 to the server's second listener, on another port: they must not.
+                #expect(server.crossOriginHeaders == nil)
+                let response = try await controller.perform(FetchRaw(url: server.url(for: .redirectCrossOrigin)))
+                #expect(response.status == 200)
+                #expect(response.url.port != server.port)
+                let seen = try #require(server.crossOriginHeaders)
+                #expect(seen["authorization"] == nil)
+                #expect(seen["cookie"] == nil)
+                #expect(seen["x-trace"] == "1")
             }
         }
     }
@@ -146,10 +146,11 @@ import Testing
                 try await withController(kind.make(), configure: {
                     $0.adapters = [Credentials.basic(username: "ann", password: "pw", for: first.baseURL)]
                 }) { controller in
-                    _ = try await controller.perform(FetchRaw(url: first.url(.echoHeaders)))
-                    _ = try await controller.perform(FetchRaw(url: second.url(.echoHeaders)))
-                    #expect(first.headers(for: "/echo/headers")?["authorization"] == "Basic YW5uOnB3")
-                    #expect(second.headers(for: "/echo/headers")?["authorization"] == nil)
+                    _ = try await controller.perform(FetchRaw(url: first.url(for: .echoHeaders)))
+                    _ = try await controller.perform(FetchRaw(url: second.url(for: .echoHeaders)))
+                    #expect(first.lastRequestHeaders(for: .echoHeaders)?["authorization"] == "Basic YW5uOnB3")
+                    let seen = try #require(second.lastRequestHeaders(for: .echoHeaders))
+                    #expect(seen["authorization"] == nil)
                 }
             }
         }
@@ -159,10 +160,10 @@ import Testing
     func endlessBodyFailsAtTheLimitAndTheServerSeesTheAbort(kind: TransportKind) async throws {
         try await withServer { server in
             try await withController(kind.make(), configure: { $0.maximumBodySize = 1 << 20 }) { controller in
-                let error = await DepotError.from { _ = try await controller.perform(FetchRaw(url: server.url(.endless))) }
+                let error = await DepotError.from { _ = try await controller.perform(FetchRaw(url: server.url(for: .huge))) }
                 #expect(error?.code == .tooLarge)
-                var aborts = server.aborts.makeAsyncIterator()
-                #expect(await aborts.next() == "/endless")
+                await server.waitUntilAbandoned(.huge)
+                #expect(server.abandonedResponses.first == DemoServer.Fault.huge.path)
             }
         }
     }
@@ -172,14 +173,14 @@ import Testing
         try await withServer { server in
             try await withController(kind.make()) { controller in
                 let events = controller.events
-                let ticket = controller.enqueue(FetchRaw(url: server.url(.endless)))
+                let ticket = controller.enqueue(FetchRaw(url: server.url(for: .huge)))
                 // Wait until body bytes are arriving, then cancel.
                 for await event in events {
                     if event.ticket == ticket.id, case .progress = event.detail { break }
                 }
                 ticket.cancel()
-                var aborts = server.aborts.makeAsyncIterator()
-                #expect(await aborts.next() == "/endless")
+                await server.waitUntilAbandoned(.huge)
+                #expect(server.abandonedResponses.first == DemoServer.Fault.huge.path)
                 #expect(ticket.progress.received > 0)
                 await controller.waitUntilIdle()
                 #expect(ticket.isFinished)
@@ -192,7 +193,7 @@ import Testing
         try await withServer { server in
             try await withController(kind.make()) { controller in
                 let events = controller.events
-                let response = try await controller.perform(FetchRaw(url: server.url(.bytes(300_000))))
+                let response = try await controller.perform(FetchRaw(url: server.url(for: .bytes(300_000))))
                 #expect(response.body.count == 300_000)
                 var last: TransferProgress?
                 var finished: NetworkEvent.Finished?

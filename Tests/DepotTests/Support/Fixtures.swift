@@ -1,7 +1,9 @@
 import AsyncHTTPClient
+import DemoServer
 @testable import Depot
 import DepotAsyncHTTPClient
 import Foundation
+import Synchronization
 
 /// The network transports every behaviour test runs against.
 enum TransportKind: String, CaseIterable, CustomStringConvertible, Sendable {
@@ -18,20 +20,13 @@ enum TransportKind: String, CaseIterable, CustomStringConvertible, Sendable {
     var description: String { rawValue }
 }
 
-/// Runs `body` with a fresh server, and stops the server afterwards.
+/// Runs `body` with a fresh ``DemoServer`` on 127.0.0.1, port 0, and stops the
+/// server afterwards. Tests reach it through its typed ``DemoServer/Fault`` routes.
 func withServer<T>(
     isolation: isolated (any Actor)? = #isolation,
-    _ body: (TestServer) async throws -> T
+    _ body: (DemoServer) async throws -> T
 ) async throws -> T {
-    let server = try await TestServer.start()
-    do {
-        let result = try await body(server)
-        await server.stop()
-        return result
-    } catch {
-        await server.stop()
-        throw error
-    }
+    try await DemoServer.withRunning(.init(host: "127.0.0.1", port: 0), isolation: isolation, body)
 }
 
 /// Runs `body` with a controller on `transport` and shuts it down afterwards.
@@ -59,15 +54,23 @@ struct Hello: Codable, Sendable, Equatable {
     var message: String
 }
 
-/// GET a path and decode `{"message": ...}`.
+/// GET a path and decode `{"message": ...}`: ``DemoServer/Fault/hello`` by default.
 struct FetchHello: NetworkOperation {
     typealias Output = Hello
-    var path = "/hello"
+    var path = DemoServer.Fault.hello.path
     var priority: Priority = .normal
     var category: OperationCategory = .default
     var timeout: Timeout = .default
     var exitPolicy: ExitPolicy = .cancel
     var request: NetworkRequest { .get(path) }
+}
+
+extension FetchHello {
+    /// GET `fault`; a `variant` is added as a query, so that otherwise equal
+    /// requests have different URLs (and are not coalesced).
+    init(_ fault: DemoServer.Fault, variant: String? = nil, priority: Priority = .normal, category: OperationCategory = .default, exitPolicy: ExitPolicy = .cancel) {
+        self.init(path: fault.path(variant: variant), priority: priority, category: category, exitPolicy: exitPolicy)
+    }
 }
 
 /// GET any URL and hand back the raw response.
@@ -81,14 +84,29 @@ struct FetchRaw: NetworkOperation {
     var request: NetworkRequest { .get(url) }
 }
 
-/// POST JSON to a path and decode the echo.
+/// POST JSON to a path and decode the echo: ``DemoServer/Fault/echoBody`` by default.
 struct PostEcho: NetworkOperation {
     typealias Output = [String: String]
-    var path = "/echo/body"
+    var path = DemoServer.Fault.echoBody.path
     var text: String
     var exitPolicy: ExitPolicy = .cancel
     var priority: Priority { .veryHigh }
     var request: NetworkRequest { .post(path, json: ["text": text]) }
+}
+
+extension PostEcho {
+    /// POST `{"text": text}` to `fault` (one that echoes the body).
+    init(_ fault: DemoServer.Fault, text: String, exitPolicy: ExitPolicy = .cancel) {
+        self.init(path: fault.path, text: text, exitPolicy: exitPolicy)
+    }
+}
+
+extension DemoServer.Fault {
+    /// ``path`` with `variant` added to its query, or ``path`` itself when `nil`.
+    func path(variant: String?) -> String {
+        guard let variant else { return path }
+        return path + (path.contains("?") ? "&" : "?") + variant
+    }
 }
 
 /// A transport that answers from a closure, for rules that need no network
@@ -133,4 +151,12 @@ actor ChunkFeed {
             queued.append(chunk)
         }
     }
+}
+
+/// A `Mutex` in a class, for state shared with `@Sendable` closures in tests.
+final class ServerBox<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R { try mutex.withLock { try body(&$0) } }
+    var value: Value { mutex.withLock { $0 } }
 }

@@ -1,0 +1,108 @@
+import Foundation
+
+extension DemoServer {
+    /// The fault routes, typed so tests never spell paths by hand.
+    ///
+    /// ```swift
+    /// let url = server.url(for: .status(503))
+    /// let slow = server.url(for: .drip(bytes: 10, every: .milliseconds(100)))
+    /// ```
+    public enum Fault: Sendable, Hashable {
+        /// Answers this status with `body` as text, or `status N` when `body` is
+        /// `nil` (no body at all for 1xx, 204 and 304).
+        case status(Int, body: String? = nil)
+        /// 503 with `Retry-After` in seconds, or as an HTTP date when `asDate` is true.
+        case retryAfter(seconds: Int, asDate: Bool = false)
+        /// A redirect to itself, forever.
+        case redirectLoop
+        /// `count` redirects (302) in a row, each to the next (`count - 1`), the
+        /// last one to ``hello``.
+        case redirects(Int)
+        /// A redirect to the second listener (another port, so another origin), which
+        /// records the headers it receives: see ``DemoServer/crossOriginHeaders``.
+        case redirectCrossOrigin
+        /// A redirect to a plain-http URL. Served over http here, so it exercises the
+        /// https→http refusal only behind TLS or a transport stub.
+        case redirectToHTTP
+        /// `bytes` bytes, one every `every` of server time.
+        case drip(bytes: Int, every: Duration)
+        /// Half a declared body, then the connection is reset.
+        case resetMidBody
+        /// `Content-Length: 1000` with 100 bytes, then the connection closes.
+        case truncated
+        /// An endless chunked body, paced at 16 MB/s. A client that stops reading
+        /// is recorded: see ``DemoServer/waitUntilAbandoned(_:)``.
+        case huge
+        /// JSON that is valid for `validItems` items and then broken.
+        case malformedJSON(validItems: Int)
+        /// XML that is not well-formed: a bare `&`, a mismatched end tag, no end.
+        case malformedXML
+        /// An XML document whose nested entities expand to gigabytes.
+        case xmlBillionLaughs
+        /// An XML document that refers to an external entity (a local file).
+        case xmlExternalEntity
+        /// JSON labelled `text/html`.
+        case wrongContentType
+        /// 200 with an empty body.
+        case empty
+        /// `count` bytes of filler: a body of known size, for pacing checks.
+        case bytes(Int)
+        /// `{"message":"hello"}` (19 bytes of JSON): the smallest successful answer.
+        case hello
+        /// The request's headers as a JSON object of strings, names lower-cased.
+        /// Every fault route also keeps them: see ``DemoServer/lastRequestHeaders(for:)``.
+        case echoHeaders
+        /// For POST and PUT: the request's method, `Content-Type` and body, as the
+        /// JSON object `{"method": ..., "contentType": ..., "body": ...}`.
+        case echoBody
+        /// Holds the request until the test opens the gate `name` with
+        /// ``DemoServer/openGate(_:)``, then answers as ``hello`` (GET) or
+        /// ``echoBody`` (POST, PUT). Fails when the server stops first.
+        case gated(String)
+        /// Never answers, not even a status line, until the server stops.
+        case hang
+
+        /// The path and query of this fault.
+        public var path: String {
+            switch self {
+            case .status(let code, let body): return "/faults/status/\(code)" + (body.map { "?body=\(Self.encoded($0))" } ?? "")
+            case .retryAfter(let seconds, let asDate): return "/faults/retry-after/\(seconds)" + (asDate ? "?date=1" : "")
+            case .redirectLoop: return "/faults/redirect-loop"
+            case .redirects(let count): return "/faults/redirects/\(count)"
+            case .redirectCrossOrigin: return "/faults/redirect/cross-origin"
+            case .redirectToHTTP: return "/faults/redirect/https-to-http"
+            case .drip(let bytes, let every): return "/faults/drip?bytes=\(bytes)&ms=\(every.components.seconds * 1000 + every.components.attoseconds / 1_000_000_000_000_000)"
+            case .resetMidBody: return "/faults/reset-mid-body"
+            case .truncated: return "/faults/truncated"
+            case .huge: return "/faults/huge"
+            case .malformedJSON(let validItems): return "/faults/malformed-json?items=\(validItems)"
+            case .malformedXML: return "/faults/malformed-xml"
+            case .xmlBillionLaughs: return "/faults/xml-billion-laughs"
+            case .xmlExternalEntity: return "/faults/xml-external-entity"
+            case .wrongContentType: return "/faults/wrong-content-type"
+            case .empty: return "/faults/empty"
+            case .bytes(let count): return "/faults/bytes/\(count)"
+            case .hello: return "/faults/hello"
+            case .echoHeaders: return "/faults/echo/headers"
+            case .echoBody: return "/faults/echo/body"
+            case .gated(let name): return "/faults/gated/\(Self.encoded(name))"
+            case .hang: return "/faults/hang"
+            }
+        }
+
+        /// ``path`` up to its query: what ``DemoServer/requestCount(for:)`` counts by.
+        var pathWithoutQuery: String {
+            String(path.prefix { $0 != "?" })
+        }
+
+        /// Percent-encodes everything but the unreserved characters.
+        private static func encoded(_ text: String) -> String {
+            text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
+        }
+    }
+
+    /// The URL of a fault route on this server.
+    public func url(for fault: Fault) -> URL {
+        URL(string: baseURL.absoluteString + fault.path)!
+    }
+}

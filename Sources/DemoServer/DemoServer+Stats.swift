@@ -1,0 +1,36 @@
+import Hummingbird
+
+extension DemoServer {
+    /// What the server has served, per route.
+    public struct Stats: Codable, Sendable, Hashable {
+        /// Requests per route pattern, for example `GET /forum/rss` or `HEAD /forum/rss`.
+        public var requests: [String: Int] = [:]
+        /// Body bytes sent in all.
+        public var bytesSent: Int = 0
+        /// Responses that were 304 Not Modified.
+        public var notModified: Int = 0
+    }
+
+    /// A copy of the counters.
+    public var currentStats: Stats { state.stats.withLock { $0 } }
+}
+
+/// Counts requests per route and bytes sent.
+struct StatsMiddleware: RouterMiddleware {
+    typealias Context = DemoRequestContext
+    let state: ServerState
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let response = try await next(request, context)
+        let method = context.answersHead ? "HEAD" : request.method.rawValue
+        let route = "\(method) \(context.endpointPath ?? request.uri.path)"
+        // A HEAD gets the GET's headers, never its body.
+        let bytes = context.answersHead ? 0 : response.body.contentLength ?? 0
+        state.stats.withLock { stats in
+            stats.requests[route, default: 0] += 1
+            stats.bytesSent += bytes
+            if response.status == .notModified { stats.notModified += 1 }
+        }
+        return response
+    }
+}
