@@ -61,6 +61,7 @@ let package = Package(
         .target(
             name: "DemoServer",
             dependencies: [
+                "Depot",  // its one seeded generator, SplitMix64
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,3 +1,4 @@
+import Depot
 import Foundation
 
 /// The forum the Nerdfeed routes publish: posts generated from a seed, with a
@@ -57,19 +58,6 @@ struct ForumFeed: Sendable {
         "Silver challenge: read state", "Gold challenge: sort by date",
     ]
     static let authors = ["joeconway", "aaronh", "kmackenzie", "mikew", "bnr_student", "swiftling", "feedreader42"]
-}
-
-/// A small deterministic generator: the same seed gives the same feed.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 /// Renders the forum as RSS 2.0 and Atom 1.0.

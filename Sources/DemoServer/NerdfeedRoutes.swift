@@ -1,3 +1,4 @@
+import Depot
 import Foundation
 import Hummingbird
 import NIOCore
