@@ -2,7 +2,7 @@ import Foundation
 import Logging
 
 /// Applying the scheduler's actions: effects computed under the lock, then
-/// performed outside it (see ARCHITECTURE.md, "the lock rule").
+/// performed outside it (see ARCHITECTURE.md, "Locks and their order").
 extension NetworkController {
     // MARK: - Applying the scheduler's actions
 

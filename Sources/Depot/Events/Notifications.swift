@@ -15,7 +15,7 @@ import Foundation
 // object into an `AnyObject` with a dynamic cast, under its own lock, and a
 // `[AnyHashable: Any]` costs an AnyHashable comparison (another dynamic cast)
 // for every key that lands in an occupied bucket. With three posts per
-// operation these were the controller's largest costs (BENCHMARKS.md): a post
+// operation these were the controller's largest costs (Benchmarks/NOTES.md): a post
 // with the controller as its object took 1.0–1.8 µs against 0.3–0.5 µs
 // without, and the lock made posts from two threads wait for each other.
 // (Alamofire posts its request notifications without an object too.) To tell
