@@ -97,18 +97,6 @@ import Testing
         #expect(delay.map { $0 <= .milliseconds(500) } == true)
     }
 
-    @Test func parsesTheThreeHTTPDateForms() {
-        let expected = Date(timeIntervalSince1970: 784_111_777)   // 1994-11-06 08:49:37 UTC
-        #expect(RetryAfter.httpDate("Sun, 06 Nov 1994 08:49:37 GMT") == expected)
-        #expect(RetryAfter.httpDate("Sunday, 06-Nov-94 08:49:37 GMT", now: now) == expected)
-        #expect(RetryAfter.httpDate("Sun Nov  6 08:49:37 1994") == expected)
-        #expect(RetryAfter.httpDate("Sun, 31 Feb 1994 08:49:37 GMT") == nil)
-        #expect(RetryAfter.httpDate("Sun, 06 Nov 1994 25:49:37 GMT") == nil)
-        #expect(RetryAfter.httpDate("yesterday") == nil)
-        #expect(RetryAfter.delay("  120 ", now: now) == .seconds(120))
-        #expect(RetryAfter.delay("-5", now: now) == nil)
-    }
-
     @Test func neverRetries() {
         var random = SeededGenerator(seed: 1)
         #expect(RetryPolicy.never.decision(for: DepotError(.connectionLost), method: .get, attempt: 1, now: now, using: &random) == .doNotRetry(.attemptsExhausted))
