@@ -1,6 +1,17 @@
 // swift-tools-version:6.2
 import PackageDescription
 
+/// What a package that uses Depot depends on: the four library products, and
+/// GRDB for the store's records. The documentation and name-clash tests build
+/// against exactly this.
+let libraryProducts: [Target.Dependency] = [
+    "Depot",
+    "DepotStore",
+    "DepotTesting",
+    "DepotAsyncHTTPClient",
+    .product(name: "GRDB", package: "GRDB.swift"),
+]
+
 let package = Package(
     name: "Depot",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
@@ -148,7 +159,6 @@ let package = Package(
                 "DemoServer",
                 "DepotTesting",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
@@ -226,23 +236,12 @@ let package = Package(
         // against the docs' text, and run where they need no network.
         .testTarget(
             name: "DocumentationTests",
-            dependencies: [
-                "Depot",
-                "DepotStore",
-                "DepotTesting",
-                "DepotAsyncHTTPClient",
-                .product(name: "GRDB", package: "GRDB.swift"),
-            ]
+            dependencies: libraryProducts
         ),
         // Compile-only: Depot's public names beside the packages users import with it.
         .testTarget(
             name: "NameClashTests",
-            dependencies: [
-                "Depot",
-                "DepotStore",
-                "DepotTesting",
-                "DepotAsyncHTTPClient",
-                .product(name: "GRDB", package: "GRDB.swift"),
+            dependencies: libraryProducts + [
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
