@@ -1,6 +1,5 @@
 import Foundation
 
-
 /// What an operation asks the network for: method, path or URL, query, headers and body.
 ///
 /// Build one with the static helpers:
@@ -11,7 +10,12 @@ import Foundation
 /// let form = NetworkRequest.put("/tasks/7/complete", form: ["done": "1"])
 /// ```
 ///
-/// A relative `path` is resolved against the controller's base URL.
+/// A path extends the controller's base URL, with or without a leading slash,
+/// as in Alamofire and Moya: with the base `https://host/api`, `.get("contacts")`
+/// and `.get("/contacts")` both request `https://host/api/contacts`. A query
+/// in the path is kept, `..` segments resolve as RFC 3986 says, and a full
+/// URL (`.get("https://other/x")`) replaces the base. See
+/// ``resolvedURL(baseURL:)`` for the whole table.
 public struct NetworkRequest: Sendable {
     /// Where the request goes. Frozen on purpose: a path or a URL.
     public enum Target: Sendable, Hashable {
@@ -77,7 +81,8 @@ public struct NetworkRequest: Sendable {
         self.body = body
     }
 
-    /// A GET of a path relative to the base URL.
+    /// A GET of a path that extends the base URL (a leading slash changes
+    /// nothing), or of a full URL given as text.
     public static func get(_ path: String, query: KeyValuePairs<String, String> = [:], headers: HeaderFields = [:]) -> NetworkRequest {
         NetworkRequest(method: .get, target: .path(path), query: query.map { URLQueryItem(name: $0.key, value: $0.value) }, headers: headers)
     }
