@@ -67,6 +67,7 @@ public enum StoreFixtures {
     ///   - status: The status to answer with.
     ///   - headers: Extra response headers (an `ETag`, say).
     ///   - store: The store the operation writes to.
+    @discardableResult
     public static func perform<Operation: NetworkOperation>(
         _ operation: Operation,
         respondingWith response: URL,
