@@ -168,6 +168,8 @@ let package = Package(
                 "Depot",
                 "DepotStore",
                 "DepotTesting",
+                "DepotAsyncHTTPClient",
+                "DemoServer",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             resources: [.copy("Fixtures")]

@@ -1,0 +1,75 @@
+import Depot
+import Foundation
+import GRDB
+
+/// One mutation waiting in the outbox, as stored.
+public struct OutboxEntry: Sendable, Hashable, Identifiable {
+    /// The entry's id, increasing in the order mutations were sent.
+    public struct ID: Hashable, Sendable, Comparable, CustomStringConvertible {
+        /// The row id.
+        public let rawValue: Int64
+        public static func < (lhs: ID, rhs: ID) -> Bool { lhs.rawValue < rhs.rawValue }
+        public var description: String { "#\(rawValue)" }
+    }
+
+    /// What the entry waits for.
+    public struct State: Hashable, Sendable, CustomStringConvertible {
+        let name: String
+        /// Waiting to be sent, or being sent.
+        public static let pending = State(name: "pending")
+        /// Stopped: its type is not registered or its payload cannot be
+        /// decoded. It blocks nothing; ``Outbox/discard(_:)`` removes it.
+        public static let failed = State(name: "failed")
+        public var description: String { name }
+    }
+
+    /// The entry's id.
+    public var id: ID
+    /// The mutation type's ``Mutation/typeName``.
+    public var typeName: String
+    /// The ordering lane.
+    public var lane: String
+    /// The key every attempt sends as `Idempotency-Key`.
+    public var idempotencyKey: String
+    /// Pending or failed.
+    public var state: State
+    /// Attempts that reached no final answer so far.
+    public var attempts: Int
+    /// The last error, in words, if an attempt failed.
+    public var lastError: String?
+    /// When it was sent (queued).
+    public var createdAt: Date
+}
+
+/// The outbox table, in the app's own store (created by ``Store`` like the sync ledger).
+enum OutboxTable {
+    static let name = "depotOutbox"
+
+    static func create(_ db: Database) throws {
+        try db.create(table: name, ifNotExists: true) { table in
+            table.autoIncrementedPrimaryKey("id")
+            table.column("typeName", .text).notNull()
+            table.column("lane", .text).notNull()
+            table.column("payload", .blob).notNull()
+            table.column("idempotencyKey", .text).notNull().unique()
+            table.column("state", .text).notNull().defaults(to: "pending")
+            table.column("attempts", .integer).notNull().defaults(to: 0)
+            table.column("lastError", .text)
+            table.column("createdAt", .datetime).notNull()
+        }
+        try db.create(index: "\(name)_lane", on: name, columns: ["lane", "id"], ifNotExists: true)
+    }
+
+    static func entry(_ row: Row) -> OutboxEntry {
+        OutboxEntry(
+            id: OutboxEntry.ID(rawValue: row["id"]),
+            typeName: row["typeName"],
+            lane: row["lane"],
+            idempotencyKey: row["idempotencyKey"],
+            state: OutboxEntry.State(name: row["state"]),
+            attempts: row["attempts"],
+            lastError: row["lastError"],
+            createdAt: row["createdAt"]
+        )
+    }
+}

@@ -1,0 +1,296 @@
+import DemoServer
+import Depot
+import DepotAsyncHTTPClient
+import DepotTesting
+import Foundation
+import GRDB
+import Testing
+@testable import DepotStore
+
+/// The outbox against a real store file and the demo server's `POST /posts`,
+/// which honours `Idempotency-Key` (a replay answers the first answer).
+@Suite(.timeLimit(.minutes(1))) struct OutboxTests {
+    /// A post as the app shows it: pending until the server gave it an id.
+    struct PostRow: Codable, FetchableRecord, PersistableRecord, Sendable, Equatable {
+        static let databaseTableName = "post"
+        var localID: String
+        var serverID: Int?
+        var text: String
+        var isPending: Bool
+    }
+
+    struct SendPost: Mutation {
+        struct Payload: Codable, Sendable {
+            var localID: String
+            var text: String
+        }
+
+        static let typeName = "SendPost.v1"
+        var payload: Payload
+        init(payload: Payload) { self.payload = payload }
+        init(_ localID: String, _ text: String) { payload = Payload(localID: localID, text: text) }
+
+        var lane: String { "posts" }
+        var request: NetworkRequest { .post("posts", json: ["text": payload.text]) }
+
+        func applyOptimistically(_ db: Database) throws {
+            try PostRow(localID: payload.localID, serverID: nil, text: payload.text, isPending: true).insert(db)
+        }
+
+        func commit(_ response: NetworkResponse, _ db: Database) throws {
+            struct Sent: Decodable { var id: Int; var text: String }
+            let sent = try response.decode(Sent.self)
+            try PostRow(localID: payload.localID, serverID: sent.id, text: sent.text, isPending: false).update(db)
+        }
+
+        func rollback(_ error: DepotError, _ db: Database) throws {
+            _ = try PostRow.deleteOne(db, key: payload.localID)
+        }
+    }
+
+    /// A mutation whose optimistic change fails: nothing may be queued.
+    struct Broken: Mutation {
+        static let typeName = "Broken"
+        var payload: String
+        init(payload: String) { self.payload = payload }
+        var request: NetworkRequest { .post("posts", json: ["text": payload]) }
+        func applyOptimistically(_ db: Database) throws { try db.execute(sql: "INSERT INTO missingTable VALUES (1)") }
+        func commit(_ response: NetworkResponse, _ db: Database) throws {}
+        func rollback(_ error: DepotError, _ db: Database) throws {}
+    }
+
+    static let migrator: DatabaseMigrator = {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("posts") { db in
+            try db.create(table: "post") { table in
+                table.primaryKey("localID", .text)
+                table.column("serverID", .integer)
+                table.column("text", .text).notNull()
+                table.column("isPending", .boolean).notNull()
+            }
+        }
+        return migrator
+    }()
+
+    /// What the test needs: a store file, and a way to make controllers on it.
+    struct Setup {
+        let folder: URL
+        var path: String { folder.appending(path: "app.sqlite").path }
+
+        func store() throws -> Store { try Store(path: path, migrator: OutboxTests.migrator) }
+
+        func controller(_ transport: any Transport, baseURL: URL, store: Store) -> NetworkController {
+            var configuration = NetworkController.Configuration(baseURL: baseURL, transport: transport, notificationCenter: nil)
+            configuration.store = store
+            return NetworkController(configuration: configuration)
+        }
+    }
+
+    func withSetup<T>(_ body: (Setup) async throws -> T) async throws -> T {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        return try await body(Setup(folder: folder))
+    }
+
+    static func rows(_ store: Store) async throws -> [PostRow] {
+        try await store.read { db in try PostRow.order(Column("localID")).fetchAll(db) }
+    }
+
+    /// The server's posts with these texts (the seed has others).
+    static func serverPosts(_ server: DemoServer, controller: NetworkController, texts: Set<String>) async throws -> [Int: String] {
+        struct Post: Decodable { var id: Int; var text: String }
+        struct FetchAll: NetworkOperation {
+            typealias Output = NetworkResponse
+            var request: NetworkRequest { .get("timeline", query: ["limit": "200"]) }
+        }
+        let posts = try await controller.perform(FetchAll()).decode([Post].self)
+        return Dictionary(uniqueKeysWithValues: posts.filter { texts.contains($0.text) }.map { ($0.id, $0.text) })
+    }
+
+    /// `POST /_control` on the demo server: the next `count` answers on `route` are lost.
+    static func dropResponses(_ count: Int, on route: String, controller: NetworkController) async throws {
+        struct Body: Encodable, Sendable { var route: String; var dropResponses: Int }
+        struct Control: NetworkOperation {
+            typealias Output = NetworkResponse
+            var body: Body
+            var request: NetworkRequest { .post("_control", json: body) }
+        }
+        _ = try await controller.perform(Control(body: Body(route: route, dropResponses: count)))
+    }
+
+    // MARK: Enqueue
+
+    /// `send` returns after one transaction wrote the row, its key and the
+    /// optimistic change, before any attempt: offline, all three are there.
+    @Test func sendIsDurableBeforeAnyAttempt() async throws {
+        try await withSetup { setup in
+            let store = try setup.store()
+            let transport = FixtureTransport()
+            transport.isOffline = true
+            let controller = setup.controller(transport, baseURL: URL(string: "http://offline.test")!, store: store)
+            let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
+            let id = try await outbox.send(SendPost("local-1", "hello"))
+
+            let entries = try await outbox.entries()
+            #expect(entries.map(\.id) == [id])
+            #expect(entries.first?.idempotencyKey.isEmpty == false)
+            #expect(entries.first?.lane == "posts")
+            #expect(try await Self.rows(store) == [PostRow(localID: "local-1", serverID: nil, text: "hello", isPending: true)])
+            _ = await controller.shutdown(grace: .zero)
+            // What the grace did not send stays queued.
+            #expect(try await outbox.entries().count == 1)
+            try store.close()
+        }
+    }
+
+    @Test func aFailingOptimisticChangeQueuesNothing() async throws {
+        try await withSetup { setup in
+            let store = try setup.store()
+            let controller = setup.controller(FixtureTransport(), baseURL: URL(string: "http://h.test")!, store: store)
+            let outbox = Outbox(store: store, controller: controller, types: [Broken.self])
+            let error = await #expect(throws: DepotError.self) { try await outbox.send(Broken(payload: "x")) }
+            #expect(error?.code == .storage)
+            #expect(try await outbox.entries().isEmpty)
+            _ = await controller.shutdown(grace: .zero)
+        }
+    }
+
+    @Test func anUnregisteredTypeIsRefusedInOneSentence() async throws {
+        try await withSetup { setup in
+            let store = try setup.store()
+            let controller = setup.controller(FixtureTransport(), baseURL: URL(string: "http://h.test")!, store: store)
+            let outbox = Outbox(store: store, controller: controller, types: [])
+            let error = await #expect(throws: DepotError.self) { try await outbox.send(SendPost("a", "b")) }
+            #expect("\(error.map { "\($0)" } ?? "")".contains("SendPost.v1 is not registered"))
+            #expect(try await outbox.entries().isEmpty)
+            #expect(try await Self.rows(store).isEmpty)
+            _ = await controller.shutdown(grace: .zero)
+        }
+    }
+
+    // MARK: Delivery
+
+    /// The first answer is lost after the server stored the post; the retry
+    /// carries the same key, gets the replayed answer, and commits. The
+    /// server holds the post once.
+    @Test func aLostAnswerIsRetriedWithTheSameKeyAndDeliveredOnce() async throws {
+        try await DemoServer.withRunning(.init(port: 0)) { server in
+            try await withSetup { setup in
+                let store = try setup.store()
+                let controller = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
+                try await Self.dropResponses(1, on: "/posts", controller: controller)
+                let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
+                let id = try await outbox.send(SendPost("local-1", "exactly once, please"))
+                let outcome = await outbox.outcome(of: id)
+                let response = try outcome.get()
+                #expect(response.status == 201)
+                // The answer is the server's replay of the first attempt's:
+                // the retry carried the same key.
+                #expect(response.headers["Idempotent-Replayed"] == "true")
+                let posts = try await Self.serverPosts(server, controller: controller, texts: ["exactly once, please"])
+                #expect(posts.count == 1)
+                #expect(try await Self.rows(store) == [PostRow(localID: "local-1", serverID: posts.keys.first, text: "exactly once, please", isPending: false)])
+                #expect(try await outbox.entries().isEmpty)
+                _ = await controller.shutdown(grace: .zero)
+            }
+        }
+    }
+
+    /// A 422 rolls the optimistic row back and removes the entry; the lane
+    /// goes on with the next one.
+    @Test func aPermanentFailureRollsBackAndTheLaneGoesOn() async throws {
+        try await DemoServer.withRunning(.init(port: 0)) { server in
+            try await withSetup { setup in
+                let store = try setup.store()
+                let controller = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
+                let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
+                let rejected = try await outbox.send(SendPost("local-1", "   "))
+                let accepted = try await outbox.send(SendPost("local-2", "after the rejected one"))
+                let failure = await outbox.outcome(of: rejected)
+                guard case .failure(let error) = failure else {
+                    Issue.record("the empty post was accepted")
+                    return
+                }
+                #expect(error.status == 422)
+                #expect(try await outbox.outcome(of: accepted).get().status == 201)
+                #expect(try await Self.rows(store).map(\.localID) == ["local-2"])
+                #expect(try await outbox.entries().isEmpty)
+                _ = await controller.shutdown(grace: .zero)
+            }
+        }
+    }
+
+    /// Mutations of one lane reach the server in the order they were sent.
+    @Test func oneLaneIsDeliveredInOrder() async throws {
+        try await DemoServer.withRunning(.init(port: 0)) { server in
+            try await withSetup { setup in
+                let store = try setup.store()
+                let controller = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
+                let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
+                let texts = (1...8).map { "in order \($0)" }
+                var ids: [OutboxEntry.ID] = []
+                for (index, text) in texts.enumerated() { ids.append(try await outbox.send(SendPost("local-\(index)", text))) }
+                for id in ids { _ = try await outbox.outcome(of: id).get() }
+                let posts = try await Self.serverPosts(server, controller: controller, texts: Set(texts))
+                #expect(posts.sorted { $0.key < $1.key }.map(\.value) == texts)
+                _ = await controller.shutdown(grace: .zero)
+            }
+        }
+    }
+
+    /// A mutation queued by a run that ended offline goes out when a later
+    /// run starts its outbox: the store file is all they share.
+    @Test func whatAnEarlierRunQueuedGoesOutOnTheNextStart() async throws {
+        try await withSetup { setup in
+            // Run 1: offline. The post is queued and shown as pending.
+            do {
+                let store = try setup.store()
+                let transport = FixtureTransport()
+                transport.isOffline = true
+                let controller = setup.controller(transport, baseURL: URL(string: "http://offline.test")!, store: store)
+                let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
+                try await outbox.send(SendPost("local-1", "written offline"))
+                _ = await controller.shutdown(grace: .zero)
+                try store.close()
+            }
+            // Run 2: online.
+            try await DemoServer.withRunning(.init(port: 0)) { server in
+                let store = try setup.store()
+                #expect(try await Self.rows(store).map(\.isPending) == [true])
+                let controller = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
+                let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
+                let id = try #require(try await outbox.entries().first?.id)
+                try await outbox.start()
+                #expect(try await outbox.outcome(of: id).get().status == 201)
+                #expect(try await Self.rows(store).map(\.isPending) == [false])
+                #expect(try await Self.serverPosts(server, controller: controller, texts: ["written offline"]).count == 1)
+                _ = await controller.shutdown(grace: .zero)
+                try store.close()
+            }
+        }
+    }
+
+    /// A queued entry that is not being sent can be discarded: its optimistic
+    /// row is rolled back and its waiters hear `.cancelled`.
+    @Test func discardRollsBackAQueuedEntry() async throws {
+        try await withSetup { setup in
+            let store = try setup.store()
+            let transport = FixtureTransport()
+            transport.isOffline = true
+            let controller = setup.controller(transport, baseURL: URL(string: "http://offline.test")!, store: store)
+            _ = await controller.shutdown(grace: .zero)  // nothing is sent: the entry stays queued
+            let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
+            let id = try await outbox.send(SendPost("local-1", "never mind"))
+            let waiter = Task { await outbox.outcome(of: id) }
+            try await outbox.discard(id)
+            guard case .failure(let error) = await waiter.value else {
+                Issue.record("a discarded entry succeeded")
+                return
+            }
+            #expect(error.code == .cancelled)
+            #expect(try await Self.rows(store).isEmpty)
+            #expect(try await outbox.entries().isEmpty)
+            await #expect(throws: DepotError.self) { try await outbox.discard(id) }
+        }
+    }
+}
