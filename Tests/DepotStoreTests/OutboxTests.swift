@@ -79,6 +79,13 @@ import Testing
 
         func store() throws -> Store { try Store(path: path, migrator: OutboxTests.migrator) }
 
+        /// A controller whose every request finds no network.
+        func offlineController(store: Store) -> NetworkController {
+            let transport = FixtureTransport()
+            transport.isOffline = true
+            return controller(transport, baseURL: URL(string: "http://offline.test")!, store: store)
+        }
+
         func controller(_ transport: any Transport, baseURL: URL, store: Store) -> NetworkController {
             var configuration = NetworkController.Configuration(baseURL: baseURL, transport: transport, notificationCenter: nil)
             configuration.store = store
@@ -90,6 +97,20 @@ import Testing
         let folder = try temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         return try await body(Setup(folder: folder))
+    }
+
+    /// An outbox on a fresh store file, sending to an in-process demo server.
+    func withOnlineOutbox(_ body: (DemoServer, Store, NetworkController, Outbox) async throws -> Void) async throws {
+        try await DemoServer.withRunning(.init(port: 0)) { server in
+            try await withSetup { setup in
+                let store = try setup.store()
+                let controller = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
+                let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
+                try await body(server, store, controller, outbox)
+                _ = await controller.shutdown(grace: .zero)
+                try store.close()
+            }
+        }
     }
 
     static func rows(_ store: Store) async throws -> [PostRow] {
@@ -125,9 +146,7 @@ import Testing
     @Test func sendIsDurableBeforeAnyAttempt() async throws {
         try await withSetup { setup in
             let store = try setup.store()
-            let transport = FixtureTransport()
-            transport.isOffline = true
-            let controller = setup.controller(transport, baseURL: URL(string: "http://offline.test")!, store: store)
+            let controller = setup.offlineController(store: store)
             let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
             let id = try await outbox.send(SendPost("local-1", "hello"))
 
@@ -174,67 +193,49 @@ import Testing
     /// carries the same key, gets the replayed answer, and commits. The
     /// server holds the post once.
     @Test func aLostAnswerIsRetriedWithTheSameKeyAndDeliveredOnce() async throws {
-        try await DemoServer.withRunning(.init(port: 0)) { server in
-            try await withSetup { setup in
-                let store = try setup.store()
-                let controller = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
-                try await Self.dropResponses(1, on: "/posts", controller: controller)
-                let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
-                let id = try await outbox.send(SendPost("local-1", "exactly once, please"))
-                let outcome = await outbox.outcome(of: id)
-                let response = try outcome.get()
-                #expect(response.status == 201)
-                // The answer is the server's replay of the first attempt's:
-                // the retry carried the same key.
-                #expect(response.headers["Idempotent-Replayed"] == "true")
-                let posts = try await Self.serverPosts(server, controller: controller, texts: ["exactly once, please"])
-                #expect(posts.count == 1)
-                #expect(try await Self.rows(store) == [PostRow(localID: "local-1", serverID: posts.keys.first, text: "exactly once, please", isPending: false)])
-                #expect(try await outbox.entries().isEmpty)
-                _ = await controller.shutdown(grace: .zero)
-            }
+        try await withOnlineOutbox { server, store, controller, outbox in
+            try await Self.dropResponses(1, on: "/posts", controller: controller)
+            let id = try await outbox.send(SendPost("local-1", "exactly once, please"))
+            let outcome = await outbox.outcome(of: id)
+            let response = try outcome.get()
+            #expect(response.status == 201)
+            // The answer is the server's replay of the first attempt's:
+            // the retry carried the same key.
+            #expect(response.headers["Idempotent-Replayed"] == "true")
+            let posts = try await Self.serverPosts(server, controller: controller, texts: ["exactly once, please"])
+            #expect(posts.count == 1)
+            #expect(try await Self.rows(store) == [PostRow(localID: "local-1", serverID: posts.keys.first, text: "exactly once, please", isPending: false)])
+            #expect(try await outbox.entries().isEmpty)
         }
     }
 
     /// A 422 rolls the optimistic row back and removes the entry; the lane
     /// goes on with the next one.
     @Test func aPermanentFailureRollsBackAndTheLaneGoesOn() async throws {
-        try await DemoServer.withRunning(.init(port: 0)) { server in
-            try await withSetup { setup in
-                let store = try setup.store()
-                let controller = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
-                let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
-                let rejected = try await outbox.send(SendPost("local-1", "   "))
-                let accepted = try await outbox.send(SendPost("local-2", "after the rejected one"))
-                let failure = await outbox.outcome(of: rejected)
-                guard case .failure(let error) = failure else {
-                    Issue.record("the empty post was accepted")
-                    return
-                }
-                #expect(error.status == 422)
-                #expect(try await outbox.outcome(of: accepted).get().status == 201)
-                #expect(try await Self.rows(store).map(\.localID) == ["local-2"])
-                #expect(try await outbox.entries().isEmpty)
-                _ = await controller.shutdown(grace: .zero)
+        try await withOnlineOutbox { server, store, controller, outbox in
+            let rejected = try await outbox.send(SendPost("local-1", "   "))
+            let accepted = try await outbox.send(SendPost("local-2", "after the rejected one"))
+            let failure = await outbox.outcome(of: rejected)
+            guard case .failure(let error) = failure else {
+                Issue.record("the empty post was accepted")
+                return
             }
+            #expect(error.status == 422)
+            #expect(try await outbox.outcome(of: accepted).get().status == 201)
+            #expect(try await Self.rows(store).map(\.localID) == ["local-2"])
+            #expect(try await outbox.entries().isEmpty)
         }
     }
 
     /// Mutations of one lane reach the server in the order they were sent.
     @Test func oneLaneIsDeliveredInOrder() async throws {
-        try await DemoServer.withRunning(.init(port: 0)) { server in
-            try await withSetup { setup in
-                let store = try setup.store()
-                let controller = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
-                let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
-                let texts = (1...8).map { "in order \($0)" }
-                var ids: [OutboxEntry.ID] = []
-                for (index, text) in texts.enumerated() { ids.append(try await outbox.send(SendPost("local-\(index)", text))) }
-                for id in ids { _ = try await outbox.outcome(of: id).get() }
-                let posts = try await Self.serverPosts(server, controller: controller, texts: Set(texts))
-                #expect(posts.sorted { $0.key < $1.key }.map(\.value) == texts)
-                _ = await controller.shutdown(grace: .zero)
-            }
+        try await withOnlineOutbox { server, store, controller, outbox in
+            let texts = (1...8).map { "in order \($0)" }
+            var ids: [OutboxEntry.ID] = []
+            for (index, text) in texts.enumerated() { ids.append(try await outbox.send(SendPost("local-\(index)", text))) }
+            for id in ids { _ = try await outbox.outcome(of: id).get() }
+            let posts = try await Self.serverPosts(server, controller: controller, texts: Set(texts))
+            #expect(posts.sorted { $0.key < $1.key }.map(\.value) == texts)
         }
     }
 
@@ -245,9 +246,7 @@ import Testing
             // Run 1: offline. The post is queued and shown as pending.
             do {
                 let store = try setup.store()
-                let transport = FixtureTransport()
-                transport.isOffline = true
-                let controller = setup.controller(transport, baseURL: URL(string: "http://offline.test")!, store: store)
+                let controller = setup.offlineController(store: store)
                 let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
                 try await outbox.send(SendPost("local-1", "written offline"))
                 _ = await controller.shutdown(grace: .zero)
@@ -275,9 +274,7 @@ import Testing
     @Test func discardRollsBackAQueuedEntry() async throws {
         try await withSetup { setup in
             let store = try setup.store()
-            let transport = FixtureTransport()
-            transport.isOffline = true
-            let controller = setup.controller(transport, baseURL: URL(string: "http://offline.test")!, store: store)
+            let controller = setup.offlineController(store: store)
             _ = await controller.shutdown(grace: .zero)  // nothing is sent: the entry stays queued
             let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
             let id = try await outbox.send(SendPost("local-1", "never mind"))
