@@ -135,8 +135,12 @@ extension CachingOperation {
             let payload = try await parse(response, context: context)
             let validators = Validators(response.headers)
             let now = store.currentDate()
+            let mutationTypes = store.mutationTypes.withLock { $0 }
             let written = try await store.write { db in
                 let written = try self.write(payload, to: db)
+                // Pending writes stay on screen: their optimistic changes go
+                // on top of what the server sent, in the same transaction.
+                try OutboxTable.reapplyPending(db, types: mutationTypes)
                 try SyncLedger.recordSuccess(for: key, at: now, validators: validators, in: db)
                 return written
             }

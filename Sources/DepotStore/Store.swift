@@ -1,6 +1,7 @@
 import Depot
 import Foundation
 import GRDB
+import Synchronization
 
 /// The local SQLite cache that operations write into and the view layer reads from.
 ///
@@ -33,6 +34,10 @@ public final class Store: Sendable {
 
     /// Where the store reads the wall-clock time it records in the ledger.
     let currentDate: @Sendable () -> Date
+
+    /// The mutation types an ``Outbox`` on this store registered: caching
+    /// operations re-apply pending optimistic changes after their writes.
+    let mutationTypes = Mutex<[String: any Mutation.Type]>([:])
 
     /// Opens (or creates) the database file at `path` and migrates it.
     ///

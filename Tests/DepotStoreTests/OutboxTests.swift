@@ -34,7 +34,7 @@ import Testing
         var request: NetworkRequest { .post("posts", json: ["text": payload.text]) }
 
         func applyOptimistically(_ db: Database) throws {
-            try PostRow(localID: payload.localID, serverID: nil, text: payload.text, isPending: true).insert(db)
+            try PostRow(localID: payload.localID, serverID: nil, text: payload.text, isPending: true).upsert(db)
         }
 
         func commit(_ response: NetworkResponse, _ db: Database) throws {
@@ -45,6 +45,25 @@ import Testing
 
         func rollback(_ error: DepotError, _ db: Database) throws {
             _ = try PostRow.deleteOne(db, key: payload.localID)
+        }
+    }
+
+    /// The timeline refresh: the server's posts replace the table.
+    struct RefreshPosts: CachingOperation {
+        struct Post: Decodable, Sendable { var id: Int; var text: String }
+        var request: NetworkRequest { .get("timeline", query: ["limit": "200"]) }
+        var cacheKey: String { "posts" }
+
+        func parse(_ response: NetworkResponse, context: OperationContext) async throws -> [Post] {
+            try response.decode([Post].self)
+        }
+
+        func write(_ posts: [Post], to db: Database) throws -> Int {
+            try PostRow.deleteAll(db)
+            for post in posts {
+                try PostRow(localID: "server-\(post.id)", serverID: post.id, text: post.text, isPending: false).insert(db)
+            }
+            return posts.count
         }
     }
 
@@ -266,6 +285,43 @@ import Testing
                 _ = await controller.shutdown(grace: .zero)
                 try store.close()
             }
+        }
+    }
+
+    /// A refresh that lands while a post is pending replaces the table with
+    /// the server's rows; the pending post is still there afterwards (its
+    /// optimistic change is applied again in the refresh's transaction), and
+    /// the commit later turns it into the server's post.
+    @Test func aRefreshDoesNotUndoAPendingWrite() async throws {
+        try await withSetup { setup in
+            let store = try setup.store()
+            let offline = setup.offlineController(store: store)
+            let queued = Outbox(store: store, controller: offline, types: [SendPost.self])
+            let id = try await queued.send(SendPost("local-1", "pending through a refresh"))
+            _ = await offline.shutdown(grace: .zero)
+
+            try await DemoServer.withRunning(.init(port: 0)) { server in
+                let online = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
+                let refreshed = try await online.perform(RefreshPosts())
+                #expect((refreshed.written ?? 0) > 0)
+                let afterRefresh = try await Self.rows(store)
+                #expect(afterRefresh.contains(PostRow(localID: "local-1", serverID: nil, text: "pending through a refresh", isPending: true)))
+                #expect(afterRefresh.count == (refreshed.written ?? 0) + 1)
+
+                let outbox = Outbox(store: store, controller: online, types: [SendPost.self])
+                try await outbox.start()
+                let answer = try await outbox.outcome(of: id).get()
+                #expect(answer.status == 201)
+                let mine = try #require(try await Self.rows(store).first { $0.localID == "local-1" })
+                #expect(!mine.isPending && mine.serverID != nil)
+                // Once committed, a refresh no longer applies it: the server's row is the post.
+                _ = try await online.perform(RefreshPosts())
+                let final = try await Self.rows(store)
+                #expect(!final.contains { $0.localID == "local-1" })
+                #expect(final.filter { $0.text == "pending through a refresh" }.count == 1)
+                _ = await online.shutdown(grace: .zero)
+            }
+            try store.close()
         }
     }
 

@@ -24,7 +24,7 @@ import GRDB
 ///     var request: NetworkRequest { .post("posts", json: ["text": payload.text]) }
 ///
 ///     func applyOptimistically(_ db: Database) throws {
-///         try PostRow(id: payload.localID, text: payload.text, isPending: true).insert(db)
+///         try PostRow(id: payload.localID, text: payload.text, isPending: true).upsert(db)
 ///     }
 ///     func commit(_ response: NetworkResponse, _ db: Database) throws {
 ///         let sent = try response.decode(ServerPost.self)
@@ -42,6 +42,11 @@ import GRDB
 ///   inside the outbox's write transactions, together with the outbox row's
 ///   insert or delete: all of it lands, or none of it.
 /// - Exactly one of ``commit(_:_:)`` and ``rollback(_:_:)`` runs, once.
+/// - ``applyOptimistically(_:)`` may run more than once: a ``CachingOperation``
+///   that writes while the mutation is pending applies it again on top of the
+///   server's rows, in the same transaction, so that a refresh never undoes
+///   what the user did. Write it as an upsert ("the row is so"), not as an
+///   increment.
 /// - Every attempt sends the same `Idempotency-Key`; the server must honour it
 ///   for delivery to be exactly once (the outbox cannot know whether a lost
 ///   answer's request arrived).

@@ -75,7 +75,9 @@ public final class Outbox: Sendable {
     public init(store: Store, controller: NetworkController, types: [any Mutation.Type]) {
         self.store = store
         self.controller = controller
-        self.types = Dictionary(types.map { ($0.typeName, $0) }, uniquingKeysWith: { first, _ in first })
+        let types = Dictionary(types.map { ($0.typeName, $0) }, uniquingKeysWith: { first, _ in first })
+        self.types = types
+        store.mutationTypes.withLock { $0.merge(types) { first, _ in first } }
     }
 
     // MARK: - Sending

@@ -60,6 +60,19 @@ enum OutboxTable {
         try db.create(index: "\(name)_lane", on: name, columns: ["lane", "id"], ifNotExists: true)
     }
 
+    /// Applies every queued mutation's optimistic change again, oldest
+    /// first, inside the caller's transaction: after a refresh merged the
+    /// server's rows, what the user did and the server has not confirmed is
+    /// still what the user sees (Firestore's latency compensation).
+    static func reapplyPending(_ db: Database, types: [String: any Mutation.Type]) throws {
+        guard !types.isEmpty else { return }
+        let rows = try Row.fetchAll(db, sql: "SELECT typeName, payload FROM \(name) ORDER BY id")
+        for row in rows {
+            guard let type = types[row["typeName"]], let mutation = try? Outbox.rebuild(type, from: row["payload"]) else { continue }
+            try mutation.applyOptimistically(db)
+        }
+    }
+
     static func entry(_ row: Row) -> OutboxEntry {
         OutboxEntry(
             id: OutboxEntry.ID(rawValue: row["id"]),
