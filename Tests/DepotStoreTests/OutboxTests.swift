@@ -325,6 +325,53 @@ import Testing
         }
     }
 
+    // MARK: Status and events
+
+    /// Waits until a snapshot satisfies `condition` (values may be coalesced; the last one counts).
+    static func firstSnapshot(of outbox: Outbox, where condition: (OutboxSnapshot) -> Bool) async -> OutboxSnapshot? {
+        for await snapshot in outbox.updates() where condition(snapshot) { return snapshot }
+        return nil
+    }
+
+    @Test func theStatusFollowsTheQueueAndEveryChangeIsAnEvent() async throws {
+        try await withSetup { setup in
+            let store = try setup.store()
+            let controller = setup.offlineController(store: store)
+            let events = controller.events
+            let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
+            let status = await OutboxStatus(outbox: outbox)
+            let first = try await outbox.send(SendPost("local-1", "one"))
+            try await outbox.send(SendPost("local-2", "two"))
+            let queued = await Self.firstSnapshot(of: outbox) { $0.pendingCount == 2 }
+            #expect(queued?.failed.isEmpty == true)
+            _ = await controller.shutdown(grace: .zero)  // the send waiting for the network ends; both stay queued
+            try await outbox.discard(first)
+            #expect(await Self.firstSnapshot(of: outbox) { $0.pendingCount == 1 } != nil)
+            // The main-actor status catches up with the last value.
+            for await _ in outbox.updates() where await status.pendingCount == 1 { break }
+            #expect(await status.pendingCount == 1)
+            // Each change was published as a controller-wide event.
+            var counts: [Int] = []
+            for await event in events where event.kind == .outboxChanged {
+                #expect(event.isControllerWide)
+                counts.append(event.outbox?.pending ?? -1)
+            }
+            #expect(counts.contains(2))
+        }
+    }
+
+    @Test func aRolledBackMutationIsListedWithItsError() async throws {
+        try await withOnlineOutbox { _, _, _, outbox in
+            let id = try await outbox.send(SendPost("local-1", ""))
+            _ = await outbox.outcome(of: id)
+            let snapshot = try await outbox.snapshot()
+            let failure = try #require(snapshot.rolledBack.first { $0.id == id })
+            #expect(failure.error.status == 422)
+            #expect(failure.description.hasPrefix("SendPost.v1 was not accepted:"))
+            #expect(snapshot.pendingCount == 0 && !snapshot.isSending)
+        }
+    }
+
     /// A queued entry that is not being sent can be discarded: its optimistic
     /// row is rolled back and its waiters hear `.cancelled`.
     @Test func discardRollsBackAQueuedEntry() async throws {

@@ -21,7 +21,7 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
     /// a `switch`: match with `==` or `case .failed:` and keep a `default:`.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         enum Base: UInt8, Sendable {
-            case enqueued, started, progress, coalesced, promoted, retried, finished, failed, cancelled, waitingForNetwork, qualityChanged, concurrencyChanged, categoryPaused, categoryResumed, probing
+            case enqueued, started, progress, coalesced, promoted, retried, finished, failed, cancelled, waitingForNetwork, qualityChanged, concurrencyChanged, categoryPaused, categoryResumed, probing, outboxChanged
         }
 
         let base: Base
@@ -56,6 +56,8 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
         public static let categoryResumed = Kind(base: .categoryResumed)
         /// Controller-wide: offline, the controller lets one queued operation try the network (``attempt``).
         public static let probing = Kind(base: .probing)
+        /// Controller-wide: a DepotStore outbox's queue changed (``outbox`` holds its counts).
+        public static let outboxChanged = Kind(base: .outboxChanged)
 
         /// Whether the operation ended: ``finished``, ``failed`` or ``cancelled``.
         /// A ticket has no events after its terminal one.
@@ -66,7 +68,7 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
 
     /// What happened, with its values. Internal: users read ``kind`` and the
     /// typed properties, so that a new kind breaks no `switch`.
-    enum Detail: Sendable {
+    package enum Detail: Sendable {
         /// The operation joined the queue.
         case enqueued(priority: Priority, category: OperationCategory)
         /// Its transfer started (attempt 1, 2, ...).
@@ -98,6 +100,25 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
         case categoryResumed(OperationCategory)
         /// Controller-wide: offline, the controller lets one queued operation try the network.
         case probing(attempt: Int)
+        /// Controller-wide: an outbox's queue changed.
+        case outboxChanged(OutboxCounts)
+    }
+
+    /// The state of a DepotStore outbox, carried by an ``Kind/outboxChanged`` event.
+    public struct OutboxCounts: Sendable, Hashable {
+        /// Mutations queued and not yet decided.
+        public var pending: Int
+        /// Mutations stopped with an error that wait for the app (retry or discard).
+        public var failed: Int
+        /// Whether one is being sent now.
+        public var isSending: Bool
+
+        /// Makes counts (DepotStore's outbox does).
+        public init(pending: Int, failed: Int, isSending: Bool) {
+            self.pending = pending
+            self.failed = failed
+            self.isSending = isSending
+        }
     }
 
     /// Measurements of a successful operation.
@@ -161,6 +182,7 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
         case .categoryPaused: return .depotCategoryPaused
         case .categoryResumed: return .depotCategoryResumed
         case .probing: return .depotProbing
+        case .outboxChanged: return .depotOutboxChanged
         }
     }
 }
@@ -184,6 +206,7 @@ extension NetworkEvent {
         case .categoryPaused: .categoryPaused
         case .categoryResumed: .categoryResumed
         case .probing: .probing
+        case .outboxChanged: .outboxChanged
         }
     }
 
@@ -264,6 +287,12 @@ extension NetworkEvent {
     /// The new limit of a ``Kind/concurrencyChanged`` event.
     public var concurrencyLimit: Int? {
         if case .concurrencyChanged(let limit) = detail { return limit }
+        return nil
+    }
+
+    /// The outbox's counts, for an ``Kind/outboxChanged`` event.
+    public var outbox: OutboxCounts? {
+        if case .outboxChanged(let counts) = detail { return counts }
         return nil
     }
 }

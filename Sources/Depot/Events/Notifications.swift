@@ -61,6 +61,8 @@ extension Notification.Name {
     public static let depotCategoryResumed = Notification.Name("DepotCategoryResumed")
     /// Offline, the controller lets one queued operation try the network (controller-wide).
     public static let depotProbing = Notification.Name("DepotProbing")
+    /// A DepotStore outbox's queue changed (mutations queued, sent, committed, rolled back).
+    public static let depotOutboxChanged = Notification.Name("DepotOutboxChanged")
 }
 
 extension NetworkEvent {

@@ -59,10 +59,20 @@ public final class Outbox: Sendable {
         /// The latest outcomes, for a caller that asks after the fact.
         var outcomes: [Int64: Result<NetworkResponse, DepotError>] = [:]
         var outcomeOrder: [Int64] = []
+        /// The latest permanent failures, for ``OutboxSnapshot/rolledBack``.
+        var rolledBack: [OutboxFailure] = []
+        var subscribers: [UInt64: AsyncStream<OutboxSnapshot>.Continuation] = [:]
+        var nextSubscriber: UInt64 = 0
+        /// Changes are numbered before their snapshot is read; a snapshot is
+        /// published only if no later one was, so the last one seen is current.
+        var changeCount: UInt64 = 0
+        var publishedChange: UInt64 = 0
     }
 
     /// How many decided outcomes are kept for ``outcome(of:)`` calls that come late.
     static let keptOutcomes = 1024
+    /// How many rolled-back mutations a snapshot lists.
+    static let keptFailures = 50
 
     /// Makes an outbox.
     ///
@@ -112,6 +122,7 @@ public final class Outbox: Sendable {
             return id
         }
         kick(lane)
+        await changed()
         return OutboxEntry.ID(rawValue: id)
     }
 
@@ -131,6 +142,56 @@ public final class Outbox: Sendable {
             return state.held
         }
         for lane in lanes { kick(lane) }
+    }
+
+    // MARK: - Status
+
+    /// What the outbox holds now.
+    public func snapshot() async throws(DepotError) -> OutboxSnapshot {
+        let (pending, failed) = try await store.read { db in
+            let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(OutboxTable.name) WHERE state = 'pending'") ?? 0
+            let failed = try Row.fetchAll(db, sql: "SELECT * FROM \(OutboxTable.name) WHERE state = 'failed' ORDER BY id").map(OutboxTable.entry)
+            return (pending, failed)
+        }
+        let (isSending, rolledBack) = state.withLock { (!$0.inFlight.isEmpty, $0.rolledBack) }
+        return OutboxSnapshot(pendingCount: pending, isSending: isSending, failed: failed, rolledBack: rolledBack)
+    }
+
+    /// Every change of the outbox, starting with its state now. The sequence
+    /// ends when its iterator is released.
+    public func updates() -> AsyncStream<OutboxSnapshot> {
+        let (stream, continuation) = AsyncStream<OutboxSnapshot>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let id = state.withLock { state -> UInt64 in
+            state.nextSubscriber += 1
+            state.subscribers[state.nextSubscriber] = continuation
+            return state.nextSubscriber
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) }
+        }
+        // Through the numbered path, so this first value cannot land after a newer one.
+        Task { await self.changed() }
+        return stream
+    }
+
+    /// Tells subscribers, `events` and NotificationCenter what the outbox holds now.
+    private func changed() async {
+        let change = state.withLock { state -> UInt64 in
+            state.changeCount += 1
+            return state.changeCount
+        }
+        guard let snapshot = try? await snapshot() else { return }
+        let published = state.withLock { state -> Bool in
+            guard change > state.publishedChange else { return false }
+            state.publishedChange = change
+            // Yielding does not block: done under the lock, so two
+            // publishers cannot hand subscribers their snapshots out of order.
+            for continuation in state.subscribers.values { continuation.yield(snapshot) }
+            return true
+        }
+        if published {
+            controller.publish(.outboxChanged(NetworkEvent.OutboxCounts(pending: snapshot.pendingCount, failed: snapshot.failed.count, isSending: snapshot.isSending)))
+        }
     }
 
     // MARK: - Reading and acting on entries
@@ -200,6 +261,7 @@ public final class Outbox: Sendable {
             throw error
         }
         resolve(key, .failure(error))
+        await changed()
     }
 
     /// Puts a failed entry back in its lane.
@@ -209,6 +271,7 @@ public final class Outbox: Sendable {
             return try String.fetchOne(db, sql: "SELECT lane FROM \(OutboxTable.name) WHERE id = ?", arguments: [id.rawValue])
         }
         if let lane { kick(lane) }
+        await changed()
     }
 
     // MARK: - Delivery
@@ -282,6 +345,7 @@ public final class Outbox: Sendable {
                 await Task.yield()
                 continue
             }
+            await changed()
             let disposition: Disposition
             if let type = types[entry.typeName], let mutation = try? Self.rebuild(type, from: next.payload) {
                 disposition = await deliver(mutation, entry: entry)
@@ -292,12 +356,14 @@ public final class Outbox: Sendable {
             switch disposition {
             case .decided:
                 failures = 0
+                await changed()
             case .again(let error):
                 state.withLock { _ = $0.inFlight.remove(key) }
                 failures += 1
                 _ = try? await store.write { db in
                     try db.execute(sql: "UPDATE \(OutboxTable.name) SET attempts = attempts + 1, lastError = ? WHERE id = ?", arguments: ["\(error)", key])
                 }
+                await changed()
                 var random = SystemRandomNumberGenerator()
                 let delay = RetryPolicy.default.backoff(after: failures, using: &random)
                 do {
@@ -316,12 +382,14 @@ public final class Outbox: Sendable {
                     state.held.insert(lane)
                     state.running[lane] = nil
                 }
+                await changed()
                 return
             case .stop:
                 state.withLock { state in
                     state.inFlight.remove(key)
                     state.running[lane] = nil
                 }
+                await changed()
                 return
             }
         }
@@ -377,6 +445,10 @@ public final class Outbox: Sendable {
             }
         } catch {
             return .again(DepotError.wrap(error, operation: M.typeName, fallback: .storage))
+        }
+        state.withLock { state in
+            state.rolledBack.append(OutboxFailure(id: OutboxEntry.ID(rawValue: key), typeName: M.typeName, error: error))
+            if state.rolledBack.count > Self.keptFailures { state.rolledBack.removeFirst() }
         }
         resolve(key, .failure(error))
         return .decided

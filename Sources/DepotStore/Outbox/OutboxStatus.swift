@@ -1,0 +1,76 @@
+import Depot
+import Foundation
+import Observation
+
+/// A mutation the outbox rolled back after a permanent failure (a 422, say).
+public struct OutboxFailure: Sendable, Identifiable {
+    /// The entry it was.
+    public var id: OutboxEntry.ID
+    /// The mutation type's ``Mutation/typeName``.
+    public var typeName: String
+    /// Why: the server's status and body excerpt are in it.
+    public var error: DepotError
+
+    /// One sentence a person can read, such as
+    /// "SendPost.v1 was not accepted: server answered 422 …".
+    public var description: String { "\(typeName) was not accepted: \(error)" }
+}
+
+/// What an outbox holds now.
+public struct OutboxSnapshot: Sendable {
+    /// Mutations queued and not yet decided.
+    public var pendingCount: Int
+    /// Whether one is being sent now.
+    public var isSending: Bool
+    /// Entries stopped with an error that wait for ``Outbox/retry(_:)`` or
+    /// ``Outbox/discard(_:)`` (a type no longer registered, a commit that failed).
+    public var failed: [OutboxEntry]
+    /// The latest mutations rolled back after a permanent failure, oldest first.
+    public var rolledBack: [OutboxFailure]
+}
+
+/// An outbox's state on the main actor, for a status line or a badge:
+/// "2 posts waiting", "sending…", "not accepted: …".
+///
+/// For example:
+///
+/// ```swift
+/// let status = OutboxStatus(outbox: outbox)
+/// if status.pendingCount > 0 { badge.text = "\(status.pendingCount) waiting" }
+/// ```
+@MainActor
+@Observable
+public final class OutboxStatus {
+    /// Mutations queued and not yet decided.
+    public private(set) var pendingCount = 0
+    /// Whether one is being sent now.
+    public private(set) var isSending = false
+    /// Entries waiting for the app to retry or discard them.
+    public private(set) var failed: [OutboxEntry] = []
+    /// The latest mutations rolled back after a permanent failure.
+    public private(set) var rolledBack: [OutboxFailure] = []
+
+    @ObservationIgnored private var task: Task<Void, Never>?
+
+    /// Starts following `outbox` until the status is released.
+    public init(outbox: Outbox) {
+        let updates = outbox.updates()
+        task = Task { [weak self] in
+            for await snapshot in updates {
+                guard let self else { return }
+                self.apply(snapshot)
+            }
+        }
+    }
+
+    isolated deinit {
+        task?.cancel()
+    }
+
+    private func apply(_ snapshot: OutboxSnapshot) {
+        if pendingCount != snapshot.pendingCount { pendingCount = snapshot.pendingCount }
+        if isSending != snapshot.isSending { isSending = snapshot.isSending }
+        if failed != snapshot.failed { failed = snapshot.failed }
+        if rolledBack.map(\.id) != snapshot.rolledBack.map(\.id) { rolledBack = snapshot.rolledBack }
+    }
+}
