@@ -4,6 +4,7 @@ import DepotAsyncHTTPClient
 import DepotTesting
 import Foundation
 import GRDB
+import Synchronization
 import Testing
 @testable import DepotStore
 
@@ -46,6 +47,43 @@ import Testing
         func rollback(_ error: DepotError, _ db: Database) throws {
             _ = try PostRow.deleteOne(db, key: payload.localID)
         }
+    }
+
+    /// A CRM task (depot-server's `POST /tasks`, behind HTTP Basic); no local rows.
+    struct CreateTask: Mutation {
+        static let typeName = "CreateTask"
+        var payload: String
+        init(payload: String) { self.payload = payload }
+        var request: NetworkRequest { .post("tasks", json: ["name": payload]) }
+        func applyOptimistically(_ db: Database) throws {}
+        func commit(_ response: NetworkResponse, _ db: Database) throws {}
+        func rollback(_ error: DepotError, _ db: Database) throws {}
+    }
+
+    /// A CRM task with its credentials in the request, in a lane of its own.
+    struct CreateTaskWithAuth: Mutation {
+        static let typeName = "CreateTaskWithAuth"
+        var payload: String
+        init(payload: String) { self.payload = payload }
+        var lane: String { "tasks" }
+        var request: NetworkRequest {
+            .post("tasks", json: ["name": payload], headers: ["Authorization": "Basic " + Data("admin:secret".utf8).base64EncodedString()])
+        }
+        func applyOptimistically(_ db: Database) throws {}
+        func commit(_ response: NetworkResponse, _ db: Database) throws {}
+        func rollback(_ error: DepotError, _ db: Database) throws {}
+    }
+
+    /// A new version of ``SendPost`` whose payload an older run's rows do not fit.
+    struct SendPostV2: Mutation {
+        struct Payload: Codable, Sendable { var localID: String; var body: String; var visibility: String }
+        static let typeName = "SendPost.v1"   // the same name: the payload changed incompatibly
+        var payload: Payload
+        init(payload: Payload) { self.payload = payload }
+        var request: NetworkRequest { .post("posts", json: ["text": payload.body]) }
+        func applyOptimistically(_ db: Database) throws {}
+        func commit(_ response: NetworkResponse, _ db: Database) throws {}
+        func rollback(_ error: DepotError, _ db: Database) throws {}
     }
 
     /// The timeline refresh: the server's posts replace the table.
@@ -127,6 +165,7 @@ import Testing
                 let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
                 try await body(server, store, controller, outbox)
                 _ = await controller.shutdown(grace: .zero)
+                await outbox.waitUntilIdle()
                 try store.close()
             }
         }
@@ -177,6 +216,7 @@ import Testing
             _ = await controller.shutdown(grace: .zero)
             // What the grace did not send stays queued.
             #expect(try await outbox.entries().count == 1)
+            await outbox.waitUntilIdle()
             try store.close()
         }
     }
@@ -269,6 +309,7 @@ import Testing
                 let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
                 try await outbox.send(SendPost("local-1", "written offline"))
                 _ = await controller.shutdown(grace: .zero)
+                await outbox.waitUntilIdle()
                 try store.close()
             }
             // Run 2: online.
@@ -283,6 +324,7 @@ import Testing
                 #expect(try await Self.rows(store).map(\.isPending) == [false])
                 #expect(try await Self.serverPosts(server, controller: controller, texts: ["written offline"]).count == 1)
                 _ = await controller.shutdown(grace: .zero)
+                await outbox.waitUntilIdle()
                 try store.close()
             }
         }
@@ -320,8 +362,121 @@ import Testing
                 #expect(!final.contains { $0.localID == "local-1" })
                 #expect(final.filter { $0.text == "pending through a refresh" }.count == 1)
                 _ = await online.shutdown(grace: .zero)
+                await outbox.waitUntilIdle()
             }
+            await queued.waitUntilIdle()
             try store.close()
+        }
+    }
+
+    /// A 401 holds the lane (the entry stays queued, undecided) until new
+    /// credentials are in and `resumeHeld()` lets it go again: then it is sent
+    /// with its key and accepted.
+    @Test func a401HoldsTheLaneUntilCredentialsChange() async throws {
+        try await DemoServer.withRunning(.init(port: 0)) { server in
+            try await withSetup { setup in
+                let store = try setup.store()
+                final class Token: Sendable {
+                    private let stored = Mutex<String?>(nil)
+                    var value: String? {
+                        get { stored.withLock { $0 } }
+                        set { stored.withLock { $0 = newValue } }
+                    }
+                }
+                let token = Token()
+                var configuration = NetworkController.Configuration(
+                    baseURL: server.baseURL, transport: AsyncHTTPClientTransport(),
+                    adapters: [Credentials(for: server.baseURL) { token.value }], notificationCenter: nil)
+                configuration.store = store
+                let controller = NetworkController(configuration: configuration)
+                let outbox = Outbox(store: store, controller: controller, types: [CreateTask.self])
+                let id = try await outbox.send(CreateTask(payload: "Call Ann"))
+                // Held: nothing pending is being sent, and the entry is still there.
+                let held = await Self.firstSnapshot(of: outbox) { !$0.heldLanes.isEmpty }
+                #expect(held?.heldLanes == ["CreateTask"] && held?.pendingCount == 1 && held?.isSending == false)
+                #expect(try await outbox.entries().map(\.id) == [id])
+
+                token.value = "Basic " + Data("admin:secret".utf8).base64EncodedString()
+                outbox.resumeHeld()
+                #expect(try await outbox.outcome(of: id).get().status == 201)
+                #expect(try await outbox.entries().isEmpty)
+                _ = await controller.shutdown(grace: .zero)
+                await outbox.waitUntilIdle()
+                try store.close()
+            }
+        }
+    }
+
+    /// Rows an older version queued that the new payload type cannot decode
+    /// are surfaced as failed, with the reason; the launch goes on, other
+    /// entries are sent, and the app can discard the failed one.
+    @Test func aPayloadThatNoLongerDecodesIsSurfacedAsFailed() async throws {
+        try await withSetup { setup in
+            do {
+                let store = try setup.store()
+                let controller = setup.offlineController(store: store)
+                let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
+                try await outbox.send(SendPost("local-1", "queued by version 1"))
+                _ = await controller.shutdown(grace: .zero)
+                await outbox.waitUntilIdle()
+                try store.close()
+            }
+            try await DemoServer.withRunning(.init(port: 0)) { server in
+                let store = try setup.store()
+                let controller = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
+                let outbox = Outbox(store: store, controller: controller, types: [SendPostV2.self])
+                let old = try #require(try await outbox.entries().first?.id)
+                try await outbox.start()
+                guard case .failure(let error) = await outbox.outcome(of: old) else {
+                    Issue.record("an undecodable payload was sent")
+                    return
+                }
+                #expect(error.code == .decoding)
+                let snapshot = try #require(await Self.firstSnapshot(of: outbox) { !$0.failed.isEmpty })
+                #expect(snapshot.failed.map(\.id) == [old])
+                #expect(snapshot.failed.first?.lastError == "it cannot be rebuilt: its payload cannot be decoded as SendPost.v1")
+                // A new mutation in the same lane is not blocked by it.
+                let fresh = try await outbox.send(SendPostV2(payload: .init(localID: "local-2", body: "from version 2", visibility: "all")))
+                #expect(try await outbox.outcome(of: fresh).get().status == 201)
+                try await outbox.discard(old)
+                #expect(try await outbox.entries().isEmpty)
+                _ = await controller.shutdown(grace: .zero)
+                await outbox.waitUntilIdle()
+                try store.close()
+            }
+        }
+    }
+
+    /// Lanes run in parallel: a lane whose first mutation waits (its answers
+    /// are lost, again and again) does not hold back another lane.
+    @Test func aLaneThatWaitsDoesNotHoldBackTheOthers() async throws {
+        struct Slow: Mutation {
+            static let typeName = "Slow"
+            var payload: String
+            init(payload: String) { self.payload = payload }
+            var lane: String { "slow" }
+            var request: NetworkRequest { .post("posts", json: ["text": payload]) }
+            func applyOptimistically(_ db: Database) throws {}
+            func commit(_ response: NetworkResponse, _ db: Database) throws {}
+            func rollback(_ error: DepotError, _ db: Database) throws {}
+        }
+        try await DemoServer.withRunning(.init(port: 0)) { server in
+            try await withSetup { setup in
+                let store = try setup.store()
+                let controller = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
+                let outbox = Outbox(store: store, controller: controller, types: [SendPost.self, Slow.self, CreateTaskWithAuth.self])
+                // Every answer on /posts is lost for a while: the slow lane keeps retrying.
+                try await Self.dropResponses(1_000, on: "/posts", controller: controller)
+                let slow = try await outbox.send(Slow(payload: "stuck"))
+                _ = await Self.firstSnapshot(of: outbox) { $0.isSending }
+                // Another lane, another route: delivered while the slow one waits.
+                let task = try await outbox.send(CreateTaskWithAuth(payload: "Call Bob"))
+                #expect(try await outbox.outcome(of: task).get().status == 201)
+                #expect(try await outbox.entries().map(\.id) == [slow])
+                _ = await controller.shutdown(grace: .zero)
+                await outbox.waitUntilIdle()
+                try store.close()
+            }
         }
     }
 
@@ -331,6 +486,12 @@ import Testing
     static func firstSnapshot(of outbox: Outbox, where condition: (OutboxSnapshot) -> Bool) async -> OutboxSnapshot? {
         for await snapshot in outbox.updates() where condition(snapshot) { return snapshot }
         return nil
+    }
+
+    /// Yields the main actor until `condition` holds (or the test is cancelled):
+    /// the status applies snapshots in tasks of its own there.
+    @MainActor static func waitOnTheMainActor(until condition: @MainActor () -> Bool) async {
+        while !condition(), !Task.isCancelled { await Task.yield() }
     }
 
     @Test func theStatusFollowsTheQueueAndEveryChangeIsAnEvent() async throws {
@@ -347,9 +508,11 @@ import Testing
             _ = await controller.shutdown(grace: .zero)  // the send waiting for the network ends; both stay queued
             try await outbox.discard(first)
             #expect(await Self.firstSnapshot(of: outbox) { $0.pendingCount == 1 } != nil)
-            // The main-actor status catches up with the last value.
-            for await _ in outbox.updates() where await status.pendingCount == 1 { break }
+            // The main-actor status catches up with the last value (it has
+            // been published; the status applies it on the main actor).
+            await Self.waitOnTheMainActor(until: { status.pendingCount == 1 })
             #expect(await status.pendingCount == 1)
+            #expect(await status.failed.isEmpty)
             // Each change was published as a controller-wide event.
             var counts: [Int] = []
             for await event in events where event.kind == .outboxChanged {
@@ -381,6 +544,7 @@ import Testing
             _ = await controller.shutdown(grace: .zero)  // nothing is sent: the entry stays queued
             let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
             let id = try await outbox.send(SendPost("local-1", "never mind"))
+            await outbox.waitUntilIdle()  // its one attempt met the shut-down controller
             let waiter = Task { await outbox.outcome(of: id) }
             try await outbox.discard(id)
             guard case .failure(let error) = await waiter.value else {

@@ -37,7 +37,7 @@ import Synchronization
 ///
 /// At ``NetworkController/shutdown(grace:)`` sends get the grace period (their
 /// exit policy is `.finish`); whatever is left stays in the store and goes
-/// out on the next launch.
+/// out on the next launch. Close the store only after ``waitUntilIdle()``.
 public final class Outbox: Sendable {
     /// Where the mutations wait, and what their commits and rollbacks change.
     public let store: Store
@@ -51,6 +51,8 @@ public final class Outbox: Sendable {
         /// Lanes a delivery loop runs for, and whether something was queued
         /// on them since the loop last looked.
         var running: [String: Bool] = [:]
+        /// The delivery loops' tasks, for ``waitUntilIdle()``.
+        var loops: [String: Task<Void, Never>] = [:]
         /// Lanes stopped by a 401.
         var held: Set<String> = []
         /// Entries taken by a delivery loop and not yet decided.
@@ -135,6 +137,18 @@ public final class Outbox: Sendable {
         for lane in lanes { kick(lane) }
     }
 
+    /// Returns when no delivery loop runs: every lane is empty, held, or
+    /// stopped because the controller shut down. Call it after
+    /// ``NetworkController/shutdown(grace:)`` and before closing the store.
+    public func waitUntilIdle() async {
+        while let loop = state.withLock({ $0.loops.values.first }) {
+            await loop.value
+            state.withLock { state in
+                if let key = state.loops.first(where: { $0.value == loop })?.key { state.loops[key] = nil }
+            }
+        }
+    }
+
     /// Lets lanes held by a 401 go again (after new credentials).
     public func resumeHeld() {
         let lanes = state.withLock { state -> Set<String> in
@@ -153,8 +167,8 @@ public final class Outbox: Sendable {
             let failed = try Row.fetchAll(db, sql: "SELECT * FROM \(OutboxTable.name) WHERE state = 'failed' ORDER BY id").map(OutboxTable.entry)
             return (pending, failed)
         }
-        let (isSending, rolledBack) = state.withLock { (!$0.inFlight.isEmpty, $0.rolledBack) }
-        return OutboxSnapshot(pendingCount: pending, isSending: isSending, failed: failed, rolledBack: rolledBack)
+        let (isSending, held, rolledBack) = state.withLock { (!$0.inFlight.isEmpty, $0.held, $0.rolledBack) }
+        return OutboxSnapshot(pendingCount: pending, isSending: isSending, heldLanes: held, failed: failed, rolledBack: rolledBack)
     }
 
     /// Every change of the outbox, starting with its state now. The sequence
@@ -299,7 +313,10 @@ public final class Outbox: Sendable {
             state.running[lane] = false
             return true
         }
-        if starts { Task { await self.drain(lane) } }
+        guard starts else { return }
+        state.withLock { state in
+            state.loops[lane] = Task { await self.drain(lane) }
+        }
     }
 
     private enum Disposition {
@@ -351,7 +368,7 @@ public final class Outbox: Sendable {
                 disposition = await deliver(mutation, entry: entry)
             } else {
                 let reason = types[entry.typeName] == nil ? "\(entry.typeName) is not registered" : "its payload cannot be decoded as \(entry.typeName)"
-                disposition = await fail(entry, DepotError(.decoding, operation: entry.typeName, detail: reason))
+                disposition = await fail(entry, DepotError(.decoding, operation: entry.typeName, detail: reason), because: "it cannot be rebuilt: \(reason)")
             }
             switch disposition {
             case .decided:
@@ -423,7 +440,8 @@ public final class Outbox: Sendable {
             } catch {
                 // The server has it, but the local rows could not take the
                 // answer: stop here rather than send it again and again.
-                return await fail(entry, DepotError(.processing, operation: M.typeName, status: status, detail: "commit failed", underlying: error))
+                let failure = DepotError(.processing, operation: M.typeName, status: status, detail: "commit failed", underlying: error)
+                return await fail(entry, failure, because: "the server accepted it, but its commit failed: \(failure)")
             }
             resolve(key, .success(response))
             return .decided
@@ -455,10 +473,10 @@ public final class Outbox: Sendable {
     }
 
     /// Marks an entry failed: it stays, blocks nothing, and can be retried or discarded.
-    private func fail(_ entry: OutboxEntry, _ error: DepotError) async -> Disposition {
+    private func fail(_ entry: OutboxEntry, _ error: DepotError, because reason: String) async -> Disposition {
         let key = entry.id.rawValue
         _ = try? await store.write { db in
-            try db.execute(sql: "UPDATE \(OutboxTable.name) SET state = 'failed', lastError = ? WHERE id = ?", arguments: ["\(error)", key])
+            try db.execute(sql: "UPDATE \(OutboxTable.name) SET state = 'failed', lastError = ? WHERE id = ?", arguments: [reason, key])
         }
         resolve(key, .failure(error))
         return .decided

@@ -22,6 +22,8 @@ public struct OutboxSnapshot: Sendable {
     public var pendingCount: Int
     /// Whether one is being sent now.
     public var isSending: Bool
+    /// Lanes stopped by a 401 until ``Outbox/resumeHeld()``: "sign in to send".
+    public var heldLanes: Set<String>
     /// Entries stopped with an error that wait for ``Outbox/retry(_:)`` or
     /// ``Outbox/discard(_:)`` (a type no longer registered, a commit that failed).
     public var failed: [OutboxEntry]
@@ -45,6 +47,8 @@ public final class OutboxStatus {
     public private(set) var pendingCount = 0
     /// Whether one is being sent now.
     public private(set) var isSending = false
+    /// Lanes stopped by a 401 until new credentials are in.
+    public private(set) var heldLanes: Set<String> = []
     /// Entries waiting for the app to retry or discard them.
     public private(set) var failed: [OutboxEntry] = []
     /// The latest mutations rolled back after a permanent failure.
@@ -70,6 +74,7 @@ public final class OutboxStatus {
     private func apply(_ snapshot: OutboxSnapshot) {
         if pendingCount != snapshot.pendingCount { pendingCount = snapshot.pendingCount }
         if isSending != snapshot.isSending { isSending = snapshot.isSending }
+        if heldLanes != snapshot.heldLanes { heldLanes = snapshot.heldLanes }
         if failed != snapshot.failed { failed = snapshot.failed }
         if rolledBack.map(\.id) != snapshot.rolledBack.map(\.id) { rolledBack = snapshot.rolledBack }
     }
