@@ -1,0 +1,250 @@
+import Depot
+import Foundation
+import GRDB
+import Synchronization
+
+/// Delivery: one loop per lane, one attempt at a time, and what each answer decides.
+extension Outbox {
+    // MARK: - Delivery
+
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
+
+    /// Rebuilds a stored mutation (the type is opened from the existential).
+    static func rebuild<M: Mutation>(_ type: M.Type, from payload: Data) throws -> M {
+        M(payload: try JSONDecoder().decode(M.Payload.self, from: payload))
+    }
+
+    /// Starts the lane's delivery loop unless one runs; a running loop is told
+    /// to look again before it stops.
+    func kick(_ lane: String) {
+        let starts = state.withLock { state -> Bool in
+            guard !state.held.contains(lane) else { return false }
+            if state.running[lane] != nil {
+                state.running[lane] = true
+                return false
+            }
+            state.running[lane] = false
+            return true
+        }
+        guard starts else { return }
+        state.withLock { state in
+            state.loops[lane] = Task { await self.drain(lane) }
+        }
+    }
+
+    private enum Disposition {
+        /// Decided (committed, rolled back or failed): next entry.
+        case decided
+        /// Not decided: try the same entry again after a backoff.
+        case again(DepotError)
+        /// 401: hold the lane.
+        case held
+        /// The controller is shut down or the task cancelled: leave it queued.
+        case stop
+    }
+
+    /// Sends the lane's entries in order until none is left.
+    private func drain(_ lane: String) async {
+        var failures = 0
+        while true {
+            let next: (entry: OutboxEntry, payload: Data)?
+            do {
+                next = try await store.read { db in
+                    try Row.fetchOne(db, sql: "SELECT * FROM \(OutboxTable.name) WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT 1", arguments: [lane])
+                        .map { (OutboxTable.entry($0), $0["payload"]) }
+                }
+            } catch {
+                next = nil
+            }
+            guard let next else {
+                let more = state.withLock { state -> Bool in
+                    if state.running[lane] == true {
+                        state.running[lane] = false
+                        return true
+                    }
+                    state.running[lane] = nil
+                    return false
+                }
+                if more { continue }
+                return
+            }
+            let entry = next.entry
+            let key = entry.id.rawValue
+            guard state.withLock({ $0.inFlight.insert(key).inserted }) else {
+                // Being discarded: look again once that is done.
+                await Task.yield()
+                continue
+            }
+            await changed()
+            let disposition: Disposition
+            if let type = types[entry.typeName], let mutation = try? Self.rebuild(type, from: next.payload) {
+                disposition = await deliver(mutation, entry: entry)
+            } else {
+                let reason = types[entry.typeName] == nil ? "\(entry.typeName) is not registered" : "its payload cannot be decoded as \(entry.typeName)"
+                disposition = await fail(entry, DepotError(.decoding, operation: entry.typeName, detail: reason), because: "it cannot be rebuilt: \(reason)")
+            }
+            switch disposition {
+            case .decided:
+                failures = 0
+                await changed()
+            case .again(let error):
+                state.withLock { _ = $0.inFlight.remove(key) }
+                failures += 1
+                _ = try? await store.write { db in
+                    try db.execute(sql: "UPDATE \(OutboxTable.name) SET attempts = attempts + 1, lastError = ? WHERE id = ?", arguments: ["\(error)", key])
+                }
+                await changed()
+                var random = SystemRandomNumberGenerator()
+                let delay = RetryPolicy.default.backoff(after: failures, using: &random)
+                do {
+                    try await controller.configuration.clock.sleep(for: delay)
+                } catch {
+                    state.withLock { $0.running[lane] = nil }
+                    return
+                }
+                if controller.isShutDown {
+                    state.withLock { $0.running[lane] = nil }
+                    return
+                }
+            case .held:
+                state.withLock { state in
+                    state.inFlight.remove(key)
+                    state.held.insert(lane)
+                    state.running[lane] = nil
+                }
+                await changed()
+                return
+            case .stop:
+                state.withLock { state in
+                    state.inFlight.remove(key)
+                    state.running[lane] = nil
+                }
+                await changed()
+                return
+            }
+        }
+    }
+
+    /// One attempt for one entry, and what its answer decides.
+    private func deliver<M: Mutation>(_ mutation: M, entry: OutboxEntry) async -> Disposition {
+        let key = entry.id.rawValue
+        let response: NetworkResponse
+        do {
+            response = try await controller.perform(OutboxDelivery(mutation: mutation, idempotencyKey: entry.idempotencyKey))
+        } catch {
+            switch error.code {
+            case .cancelled, .shutDown:
+                return .stop
+            case .offline, .connectionLost, .timedOut, .transport, .server:
+                return .again(error)
+            case .unauthorized:
+                return .held
+            default:
+                return await rollBack(mutation, key: key, error: error)
+            }
+        }
+        let status = response.status
+        if (200..<300).contains(status) {
+            do {
+                try await store.write { db in
+                    try mutation.commit(response, db)
+                    try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
+                }
+            } catch {
+                // The server has it, but the local rows could not take the
+                // answer: stop here rather than send it again and again.
+                let failure = DepotError(.processing, operation: M.typeName, status: status, detail: "commit failed", underlying: error)
+                return await fail(entry, failure, because: "the server accepted it, but its commit failed: \(failure)")
+            }
+            resolve(key, .success(response))
+            return .decided
+        }
+        let error = DepotError.forStatus(status, body: response.body, operation: M.typeName)
+        if mutation.isStillProcessing(response) || status == 408 || status == 429 || status >= 500 {
+            return .again(error)
+        }
+        if status == 401 { return .held }
+        return await rollBack(mutation, key: key, error: error)
+    }
+
+    /// A permanent failure: roll back and remove, in one transaction.
+    private func rollBack<M: Mutation>(_ mutation: M, key: Int64, error: DepotError) async -> Disposition {
+        do {
+            try await store.write { db in
+                try mutation.rollback(error, db)
+                try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
+            }
+        } catch {
+            return .again(DepotError.wrap(error, operation: M.typeName, fallback: .storage))
+        }
+        state.withLock { state in
+            state.rolledBack.append(OutboxFailure(id: OutboxEntry.ID(rawValue: key), typeName: M.typeName, error: error))
+            if state.rolledBack.count > Self.keptFailures { state.rolledBack.removeFirst() }
+        }
+        resolve(key, .failure(error))
+        return .decided
+    }
+
+    /// Marks an entry failed: it stays, blocks nothing, and can be retried or discarded.
+    private func fail(_ entry: OutboxEntry, _ error: DepotError, because reason: String) async -> Disposition {
+        let key = entry.id.rawValue
+        _ = try? await store.write { db in
+            try db.execute(sql: "UPDATE \(OutboxTable.name) SET state = 'failed', lastError = ? WHERE id = ?", arguments: [reason, key])
+        }
+        resolve(key, .failure(error))
+        return .decided
+    }
+
+    /// Hands an outcome to the entry's waiters (and keeps it for late ones).
+    func resolve(_ key: Int64, _ outcome: Result<NetworkResponse, DepotError>, remember: Bool = true, unlessInFlight: Bool = false) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Result<NetworkResponse, DepotError>, Never>] in
+            if unlessInFlight, state.inFlight.contains(key) { return [] }
+            state.inFlight.remove(key)
+            if remember {
+                state.outcomes[key] = outcome
+                state.outcomeOrder.append(key)
+                if state.outcomeOrder.count > Self.keptOutcomes {
+                    state.outcomes[state.outcomeOrder.removeFirst()] = nil
+                }
+            }
+            return state.waiters.removeValue(forKey: key) ?? []
+        }
+        for waiter in waiters { waiter.resume(returning: outcome) }
+    }
+}
+
+
+/// One attempt to send a mutation: its request with the entry's
+/// `Idempotency-Key`, accepting every status (the outbox judges the answer).
+struct OutboxDelivery<M: Mutation>: NetworkOperation {
+    typealias Output = NetworkResponse
+
+    let mutation: M
+    let idempotencyKey: String
+
+    var request: NetworkRequest {
+        var request = mutation.request
+        request.headers["Idempotency-Key"] = idempotencyKey
+        return request
+    }
+
+    var name: String { M.typeName }
+    var priority: Priority { mutation.priority }
+    var category: OperationCategory { mutation.category }
+    var timeout: Timeout { mutation.timeout }
+    /// A send in flight gets the grace at exit; what is left stays queued.
+    var exitPolicy: ExitPolicy { .finish }
+    var coalescing: Coalescing { .key("outbox \(idempotencyKey)") }
+    /// Offline, it waits in the controller's queue and goes when the network is back.
+    var offlineBehavior: OfflineBehavior { .waitForConnectivity }
+    /// The key makes every method safe to repeat after a lost connection.
+    var retryPolicy: RetryPolicy? {
+        RetryPolicy(methods: [.get, .head, .put, .delete, .options, .post, .patch])
+    }
+
+    func validate(_ response: NetworkResponse) throws {}
+}

@@ -1,0 +1,57 @@
+import Depot
+import Foundation
+import GRDB
+import Synchronization
+
+/// Snapshots of the outbox for `OutboxStatus`, `events` and notifications.
+extension Outbox {
+    // MARK: - Status
+
+    /// What the outbox holds now.
+    public func snapshot() async throws(DepotError) -> OutboxSnapshot {
+        let (pending, failed) = try await store.read { db in
+            let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(OutboxTable.name) WHERE state = 'pending'") ?? 0
+            let failed = try Row.fetchAll(db, sql: "SELECT * FROM \(OutboxTable.name) WHERE state = 'failed' ORDER BY id").map(OutboxTable.entry)
+            return (pending, failed)
+        }
+        let (isSending, held, rolledBack) = state.withLock { (!$0.inFlight.isEmpty, $0.held, $0.rolledBack) }
+        return OutboxSnapshot(pendingCount: pending, isSending: isSending, heldLanes: held, failed: failed, rolledBack: rolledBack)
+    }
+
+    /// Every change of the outbox, starting with its state now. The sequence
+    /// ends when its iterator is released.
+    public func updates() -> AsyncStream<OutboxSnapshot> {
+        let (stream, continuation) = AsyncStream<OutboxSnapshot>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let id = state.withLock { state -> UInt64 in
+            state.nextSubscriber += 1
+            state.subscribers[state.nextSubscriber] = continuation
+            return state.nextSubscriber
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) }
+        }
+        // Through the numbered path, so this first value cannot land after a newer one.
+        Task { await self.changed() }
+        return stream
+    }
+
+    /// Tells subscribers, `events` and NotificationCenter what the outbox holds now.
+    func changed() async {
+        let change = state.withLock { state -> UInt64 in
+            state.changeCount += 1
+            return state.changeCount
+        }
+        guard let snapshot = try? await snapshot() else { return }
+        let published = state.withLock { state -> Bool in
+            guard change > state.publishedChange else { return false }
+            state.publishedChange = change
+            // Yielding does not block: done under the lock, so two
+            // publishers cannot hand subscribers their snapshots out of order.
+            for continuation in state.subscribers.values { continuation.yield(snapshot) }
+            return true
+        }
+        if published {
+            controller.publish(.outboxChanged(NetworkEvent.OutboxCounts(pending: snapshot.pendingCount, failed: snapshot.failed.count, isSending: snapshot.isSending)))
+        }
+    }
+}
