@@ -21,17 +21,15 @@ extension Outbox {
     /// Starts the lane's delivery loop unless one runs; a running loop is told
     /// to look again before it stops.
     func kick(_ lane: String) {
-        let starts = state.withLock { state -> Bool in
-            guard !state.held.contains(lane) else { return false }
+        state.withLock { state in
+            guard !state.held.contains(lane) else { return }
             if state.running[lane] != nil {
                 state.running[lane] = true
-                return false
+                return
             }
             state.running[lane] = false
-            return true
-        }
-        guard starts else { return }
-        state.withLock { state in
+            // Made in the same critical section, so waitUntilIdle() never
+            // misses a loop that has started (the task runs after the lock).
             state.loops[lane] = Task { await self.drain(lane) }
         }
     }
