@@ -209,7 +209,7 @@ import Testing
             let id = try await outbox.send(SendPost("local-1", "hello"))
 
             let entries = try await outbox.entries()
-            #expect(entries.map(\.id) == [id])
+            #expect(entries.map(\.id) == [id.id])
             #expect(entries.first?.idempotencyKey.isEmpty == false)
             #expect(entries.first?.lane == "posts")
             #expect(try await Self.rows(store) == [PostRow(localID: "local-1", serverID: nil, text: "hello", isPending: true)])
@@ -255,7 +255,7 @@ import Testing
         try await withOnlineOutbox { server, store, controller, outbox in
             try await Self.dropResponses(1, on: "/posts", controller: controller)
             let id = try await outbox.send(SendPost("local-1", "exactly once, please"))
-            let outcome = await outbox.outcome(of: id)
+            let outcome = await id.outcome()
             let response = try outcome.get()
             #expect(response.status == 201)
             // The answer is the server's replay of the first attempt's:
@@ -274,13 +274,13 @@ import Testing
         try await withOnlineOutbox { server, store, controller, outbox in
             let rejected = try await outbox.send(SendPost("local-1", "   "))
             let accepted = try await outbox.send(SendPost("local-2", "after the rejected one"))
-            let failure = await outbox.outcome(of: rejected)
+            let failure = await rejected.outcome()
             guard case .failure(let error) = failure else {
                 Issue.record("the empty post was accepted")
                 return
             }
             #expect(error.status == 422)
-            #expect(try await outbox.outcome(of: accepted).get().status == 201)
+            #expect(try await accepted.outcome().get().status == 201)
             #expect(try await Self.rows(store).map(\.localID) == ["local-2"])
             #expect(try await outbox.entries().isEmpty)
         }
@@ -290,9 +290,9 @@ import Testing
     @Test func oneLaneIsDeliveredInOrder() async throws {
         try await withOnlineOutbox { server, store, controller, outbox in
             let texts = (1...8).map { "in order \($0)" }
-            var ids: [OutboxEntry.ID] = []
-            for (index, text) in texts.enumerated() { ids.append(try await outbox.send(SendPost("local-\(index)", text))) }
-            for id in ids { _ = try await outbox.outcome(of: id).get() }
+            var tickets: [OutboxTicket] = []
+            for (index, text) in texts.enumerated() { tickets.append(try await outbox.send(SendPost("local-\(index)", text))) }
+            for ticket in tickets { _ = try await ticket.outcome().get() }
             let posts = try await Self.serverPosts(server, controller: controller, texts: Set(texts))
             #expect(posts.sorted { $0.key < $1.key }.map(\.value) == texts)
         }
@@ -352,7 +352,7 @@ import Testing
 
                 let outbox = Outbox(store: store, controller: online, types: [SendPost.self])
                 try await outbox.start()
-                let answer = try await outbox.outcome(of: id).get()
+                let answer = try await outbox.outcome(of: id.id).get()
                 #expect(answer.status == 201)
                 let mine = try #require(try await Self.rows(store).first { $0.localID == "local-1" })
                 #expect(!mine.isPending && mine.serverID != nil)
@@ -394,11 +394,11 @@ import Testing
                 // Held: nothing pending is being sent, and the entry is still there.
                 let held = await Self.firstSnapshot(of: outbox) { !$0.heldLanes.isEmpty }
                 #expect(held?.heldLanes == ["CreateTask"] && held?.pendingCount == 1 && held?.isSending == false)
-                #expect(try await outbox.entries().map(\.id) == [id])
+                #expect(try await outbox.entries().map(\.id) == [id.id])
 
                 token.value = "Basic " + Data("admin:secret".utf8).base64EncodedString()
-                outbox.resumeHeld()
-                #expect(try await outbox.outcome(of: id).get().status == 201)
+                await outbox.resumeHeld()
+                #expect(try await id.outcome().get().status == 201)
                 #expect(try await outbox.entries().isEmpty)
                 _ = await controller.shutdown(grace: .zero)
                 await outbox.waitUntilIdle()
@@ -437,7 +437,7 @@ import Testing
                 #expect(snapshot.failed.first?.lastError == "it cannot be rebuilt: its payload cannot be decoded as SendPost.v1")
                 // A new mutation in the same lane is not blocked by it.
                 let fresh = try await outbox.send(SendPostV2(payload: .init(localID: "local-2", body: "from version 2", visibility: "all")))
-                #expect(try await outbox.outcome(of: fresh).get().status == 201)
+                #expect(try await fresh.outcome().get().status == 201)
                 try await outbox.discard(old)
                 #expect(try await outbox.entries().isEmpty)
                 _ = await controller.shutdown(grace: .zero)
@@ -471,8 +471,8 @@ import Testing
                 _ = await Self.firstSnapshot(of: outbox) { $0.isSending }
                 // Another lane, another route: delivered while the slow one waits.
                 let task = try await outbox.send(CreateTaskWithAuth(payload: "Call Bob"))
-                #expect(try await outbox.outcome(of: task).get().status == 201)
-                #expect(try await outbox.entries().map(\.id) == [slow])
+                #expect(try await task.outcome().get().status == 201)
+                #expect(try await outbox.entries().map(\.id) == [slow.id])
                 _ = await controller.shutdown(grace: .zero)
                 await outbox.waitUntilIdle()
                 try store.close()
@@ -506,7 +506,7 @@ import Testing
             let queued = await Self.firstSnapshot(of: outbox) { $0.pendingCount == 2 }
             #expect(queued?.failed.isEmpty == true)
             _ = await controller.shutdown(grace: .zero)  // the send waiting for the network ends; both stay queued
-            try await outbox.discard(first)
+            try await first.cancel()
             #expect(await Self.firstSnapshot(of: outbox) { $0.pendingCount == 1 } != nil)
             // The main-actor status catches up with the last value (it has
             // been published; the status applies it on the main actor).
@@ -523,12 +523,48 @@ import Testing
         }
     }
 
+    /// Each entry's steps are controller events, in order; a ticket follows
+    /// its own, and one decided already reports its final step at once.
+    @Test func everyStepOfAnEntryIsAnEventAndTheTicketFollowsIt() async throws {
+        try await withOnlineOutbox { _, _, controller, outbox in
+            let events = controller.events
+            let rejected = try await outbox.send(SendPost("local-1", ""))
+            let accepted = try await outbox.send(SendPost("local-2", "fine"))
+            var steps: [Int64: [String]] = [:]
+            for await event in events {
+                guard let change = event.outbox, let entry = change.entry, let step = change.step else { continue }
+                steps[entry, default: []].append("\(step)")
+                if steps[accepted.id.rawValue]?.last == "committed" { break }
+            }
+            #expect(steps[rejected.id.rawValue] == ["queued", "sending", "rolledBack"])
+            #expect(steps[accepted.id.rawValue] == ["queued", "sending", "committed"])
+            var followed: [NetworkEvent.OutboxChange.Step] = []
+            for await change in accepted.changes() { followed.append(try #require(change.step)) }
+            #expect(followed == [.committed])
+            await #expect(throws: DepotError.self) { try await accepted.cancel() }
+        }
+    }
+
+    /// A ticket taken before the send goes out sees it through to its end.
+    @Test func aTicketFollowsItsEntryToTheEnd() async throws {
+        try await withOnlineOutbox { _, _, controller, outbox in
+            let blocker = try await outbox.send(SendPost("local-0", "first in the lane"))
+            let ticket = try await outbox.send(SendPost("local-1", "second"))
+            var followed: [NetworkEvent.OutboxChange.Step] = []
+            for await change in ticket.changes() { followed.append(try #require(change.step)) }
+            #expect(followed.last == .committed)
+            #expect(Set(followed).isSubset(of: [.sending, .committed]))
+            #expect(try await blocker.outcome().get().status == 201)
+            _ = controller
+        }
+    }
+
     @Test func aRolledBackMutationIsListedWithItsError() async throws {
         try await withOnlineOutbox { _, _, _, outbox in
             let id = try await outbox.send(SendPost("local-1", ""))
-            _ = await outbox.outcome(of: id)
+            _ = await id.outcome()
             let snapshot = try await outbox.snapshot()
-            let failure = try #require(snapshot.rolledBack.first { $0.id == id })
+            let failure = try #require(snapshot.rolledBack.first { $0.id == id.id })
             #expect(failure.error.status == 422)
             #expect(failure.description.hasPrefix("SendPost.v1 was not accepted:"))
             #expect(snapshot.pendingCount == 0 && !snapshot.isSending)
@@ -545,8 +581,8 @@ import Testing
             let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
             let id = try await outbox.send(SendPost("local-1", "never mind"))
             await outbox.waitUntilIdle()  // its one attempt met the shut-down controller
-            let waiter = Task { await outbox.outcome(of: id) }
-            try await outbox.discard(id)
+            let waiter = Task { await id.outcome() }
+            try await id.cancel()
             guard case .failure(let error) = await waiter.value else {
                 Issue.record("a discarded entry succeeded")
                 return
@@ -554,7 +590,7 @@ import Testing
             #expect(error.code == .cancelled)
             #expect(try await Self.rows(store).isEmpty)
             #expect(try await outbox.entries().isEmpty)
-            await #expect(throws: DepotError.self) { try await outbox.discard(id) }
+            await #expect(throws: DepotError.self) { try await outbox.discard(id.id) }
         }
     }
 }

@@ -63,6 +63,7 @@ import Testing
         "OutboxFailure": OutboxFailure.self,
         "OutboxSnapshot": OutboxSnapshot.self,
         "OutboxStatus": OutboxStatus.self,
+        "OutboxTicket": OutboxTicket.self,
         "Origin": Origin.self,
         "Priority": Priority.self,
         "QualityRules": QualityRules.self,

@@ -56,7 +56,7 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
         public static let categoryResumed = Kind(base: .categoryResumed)
         /// Controller-wide: offline, the controller lets one queued operation try the network (``attempt``).
         public static let probing = Kind(base: .probing)
-        /// Controller-wide: a DepotStore outbox's queue changed (``outbox`` holds its counts).
+        /// Controller-wide: a DepotStore outbox's entry changed (``outbox`` says which, what happened, and the counts).
         public static let outboxChanged = Kind(base: .outboxChanged)
 
         /// Whether the operation ended: ``finished``, ``failed`` or ``cancelled``.
@@ -101,23 +101,64 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
         /// Controller-wide: offline, the controller lets one queued operation try the network.
         case probing(attempt: Int)
         /// Controller-wide: an outbox's queue changed.
-        case outboxChanged(OutboxCounts)
+        case outboxChanged(OutboxChange)
     }
 
-    /// The state of a DepotStore outbox, carried by an ``Kind/outboxChanged`` event.
-    public struct OutboxCounts: Sendable, Hashable {
-        /// Mutations queued and not yet decided.
+    /// A change in a DepotStore outbox, carried by an ``Kind/outboxChanged``
+    /// event: what happened to which entry, and the queue's counts after it.
+    public struct OutboxChange: Sendable, Hashable, CustomStringConvertible {
+        /// What happened to an entry. A struct of static members, like ``NetworkEvent/Kind``.
+        public struct Step: Hashable, Sendable, CustomStringConvertible {
+            let name: String
+            /// Stored with its optimistic change; waiting to be sent.
+            public static let queued = Step(name: "queued")
+            /// An attempt is under way.
+            public static let sending = Step(name: "sending")
+            /// The attempt reached no final answer (offline, 5xx, 408, 429,
+            /// still processing); it stays queued and is tried again.
+            public static let willRetry = Step(name: "willRetry")
+            /// The server accepted it; committed and removed. Final.
+            public static let committed = Step(name: "committed")
+            /// The server refused it for good; rolled back and removed. Final.
+            public static let rolledBack = Step(name: "rolledBack")
+            /// Stopped: it cannot be rebuilt or its commit failed; it waits for a retry or a discard.
+            public static let failed = Step(name: "failed")
+            /// A 401 holds its lane until new credentials.
+            public static let held = Step(name: "held")
+            /// Put back in its lane by a retry.
+            public static let requeued = Step(name: "requeued")
+            /// Removed by the app (rolled back). Final.
+            public static let discarded = Step(name: "discarded")
+
+            /// Whether the entry is gone: committed, rolled back or discarded.
+            public var isFinal: Bool { self == .committed || self == .rolledBack || self == .discarded }
+            public var description: String { name }
+        }
+
+        /// The entry's row id, or `nil` for a change of the whole outbox
+        /// (a subscription's first state, lanes resumed).
+        public var entry: Int64?
+        /// What happened to ``entry``.
+        public var step: Step?
+        /// Mutations queued and not yet decided, after the change.
         public var pending: Int
         /// Mutations stopped with an error that wait for the app (retry or discard).
         public var failed: Int
         /// Whether one is being sent now.
         public var isSending: Bool
 
-        /// Makes counts (DepotStore's outbox does).
-        public init(pending: Int, failed: Int, isSending: Bool) {
+        /// Makes a change (DepotStore's outbox does).
+        public init(entry: Int64?, step: Step?, pending: Int, failed: Int, isSending: Bool) {
+            self.entry = entry
+            self.step = step
             self.pending = pending
             self.failed = failed
             self.isSending = isSending
+        }
+
+        public var description: String {
+            let what = entry.map { "#\($0) \(step.map(\.description) ?? "changed")" } ?? "outbox"
+            return "\(what): \(pending) pending, \(failed) failed\(isSending ? ", sending" : "")"
         }
     }
 
@@ -290,8 +331,8 @@ extension NetworkEvent {
         return nil
     }
 
-    /// The outbox's counts, for an ``Kind/outboxChanged`` event.
-    public var outbox: OutboxCounts? {
+    /// The outbox's change and counts, for an ``Kind/outboxChanged`` event.
+    public var outbox: OutboxChange? {
         if case .outboxChanged(let counts) = detail { return counts }
         return nil
     }

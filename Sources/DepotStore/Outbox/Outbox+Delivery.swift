@@ -36,7 +36,7 @@ extension Outbox {
 
     private enum Disposition {
         /// Decided (committed, rolled back or failed): next entry.
-        case decided
+        case decided(NetworkEvent.OutboxChange.Step)
         /// Not decided: try the same entry again after a backoff.
         case again(DepotError)
         /// 401: hold the lane.
@@ -77,7 +77,7 @@ extension Outbox {
                 await Task.yield()
                 continue
             }
-            await changed()
+            await changed(key, .sending)
             let disposition: Disposition
             if let type = types[entry.typeName], let mutation = try? Self.rebuild(type, from: next.payload) {
                 disposition = await deliver(mutation, entry: entry)
@@ -86,16 +86,16 @@ extension Outbox {
                 disposition = await fail(entry, DepotError(.decoding, operation: entry.typeName, detail: reason), because: "it cannot be rebuilt: \(reason)")
             }
             switch disposition {
-            case .decided:
+            case .decided(let step):
                 failures = 0
-                await changed()
+                await changed(key, step)
             case .again(let error):
                 state.withLock { _ = $0.inFlight.remove(key) }
                 failures += 1
                 _ = try? await store.write { db in
                     try db.execute(sql: "UPDATE \(OutboxTable.name) SET attempts = attempts + 1, lastError = ? WHERE id = ?", arguments: ["\(error)", key])
                 }
-                await changed()
+                await changed(key, .willRetry)
                 var random = SystemRandomNumberGenerator()
                 let delay = RetryPolicy.default.backoff(after: failures, using: &random)
                 do {
@@ -114,7 +114,7 @@ extension Outbox {
                     state.held.insert(lane)
                     state.running[lane] = nil
                 }
-                await changed()
+                await changed(key, .held)
                 return
             case .stop:
                 state.withLock { state in
@@ -158,8 +158,8 @@ extension Outbox {
                 let failure = DepotError(.processing, operation: M.typeName, status: status, detail: "commit failed", underlying: error)
                 return await fail(entry, failure, because: "the server accepted it, but its commit failed: \(failure)")
             }
-            resolve(key, .success(response))
-            return .decided
+            resolve(key, .success(response), step: .committed)
+            return .decided(.committed)
         }
         let error = DepotError.forStatus(status, body: response.body, operation: M.typeName)
         if mutation.isStillProcessing(response) || status == 408 || status == 429 || status >= 500 {
@@ -183,8 +183,8 @@ extension Outbox {
             state.rolledBack.append(OutboxFailure(id: OutboxEntry.ID(rawValue: key), typeName: M.typeName, error: error))
             if state.rolledBack.count > Self.keptFailures { state.rolledBack.removeFirst() }
         }
-        resolve(key, .failure(error))
-        return .decided
+        resolve(key, .failure(error), step: .rolledBack)
+        return .decided(.rolledBack)
     }
 
     /// Marks an entry failed: it stays, blocks nothing, and can be retried or discarded.
@@ -193,17 +193,18 @@ extension Outbox {
         _ = try? await store.write { db in
             try db.execute(sql: "UPDATE \(OutboxTable.name) SET state = 'failed', lastError = ? WHERE id = ?", arguments: [reason, key])
         }
-        resolve(key, .failure(error))
-        return .decided
+        resolve(key, .failure(error), step: .failed)
+        return .decided(.failed)
     }
 
-    /// Hands an outcome to the entry's waiters (and keeps it for late ones).
-    func resolve(_ key: Int64, _ outcome: Result<NetworkResponse, DepotError>, remember: Bool = true, unlessInFlight: Bool = false) {
+    /// Hands an outcome to the entry's waiters, and keeps it with its step
+    /// for late ones (unless `step` is nil: "no such entry" is not kept).
+    func resolve(_ key: Int64, _ outcome: Result<NetworkResponse, DepotError>, step: NetworkEvent.OutboxChange.Step?, unlessInFlight: Bool = false) {
         let waiters = state.withLock { state -> [CheckedContinuation<Result<NetworkResponse, DepotError>, Never>] in
             if unlessInFlight, state.inFlight.contains(key) { return [] }
             state.inFlight.remove(key)
-            if remember {
-                state.outcomes[key] = outcome
+            if let step {
+                state.outcomes[key] = (outcome, step)
                 state.outcomeOrder.append(key)
                 if state.outcomeOrder.count > Self.keptOutcomes {
                     state.outcomes[state.outcomeOrder.removeFirst()] = nil

@@ -35,14 +35,18 @@ extension Outbox {
         return stream
     }
 
-    /// Tells subscribers, `events` and NotificationCenter what the outbox holds now.
-    func changed() async {
+    /// Tells subscribers, `events` and NotificationCenter what happened to
+    /// `entry` and what the outbox holds now.
+    ///
+    /// Every entry step becomes an event; a snapshot reaches subscribers only
+    /// if no later one did, so the last one they see is current.
+    func changed(_ entry: Int64? = nil, _ step: NetworkEvent.OutboxChange.Step? = nil) async {
         let change = state.withLock { state -> UInt64 in
             state.changeCount += 1
             return state.changeCount
         }
         guard let snapshot = try? await snapshot() else { return }
-        let published = state.withLock { state -> Bool in
+        let latest = state.withLock { state -> Bool in
             guard change > state.publishedChange else { return false }
             state.publishedChange = change
             // Yielding does not block: done under the lock, so two
@@ -50,8 +54,10 @@ extension Outbox {
             for continuation in state.subscribers.values { continuation.yield(snapshot) }
             return true
         }
-        if published {
-            controller.publish(.outboxChanged(NetworkEvent.OutboxCounts(pending: snapshot.pendingCount, failed: snapshot.failed.count, isSending: snapshot.isSending)))
+        if latest || entry != nil {
+            controller.publish(.outboxChanged(NetworkEvent.OutboxChange(
+                entry: entry, step: step,
+                pending: snapshot.pendingCount, failed: snapshot.failed.count, isSending: snapshot.isSending)))
         }
     }
 }

@@ -30,9 +30,9 @@ import Synchronization
 /// ```swift
 /// let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
 /// try await outbox.start()                          // what earlier launches left
-/// let id = try await outbox.send(SendPost(payload: .init(localID: "local-1", text: "hi")))
+/// let ticket = try await outbox.send(SendPost(payload: .init(localID: "local-1", text: "hi")))
 /// // The pending row is on screen now; later:
-/// let answer = await outbox.outcome(of: id)
+/// let answer = await ticket.outcome()
 /// ```
 ///
 /// At ``NetworkController/shutdown(grace:)`` sends get the grace period (their
@@ -59,7 +59,7 @@ public final class Outbox: Sendable {
         var inFlight: Set<Int64> = []
         var waiters: [Int64: [CheckedContinuation<Result<NetworkResponse, DepotError>, Never>]] = [:]
         /// The latest outcomes, for a caller that asks after the fact.
-        var outcomes: [Int64: Result<NetworkResponse, DepotError>] = [:]
+        var outcomes: [Int64: (result: Result<NetworkResponse, DepotError>, step: NetworkEvent.OutboxChange.Step)] = [:]
         var outcomeOrder: [Int64] = []
         /// The latest permanent failures, for ``OutboxSnapshot/rolledBack``.
         var rolledBack: [OutboxFailure] = []
@@ -97,12 +97,12 @@ public final class Outbox: Sendable {
     /// Queues `mutation` durably and applies its optimistic change, in one
     /// transaction; returns after it committed, before any network attempt.
     ///
-    /// - Returns: The entry's id, for ``outcome(of:)`` and ``discard(_:)``.
+    /// - Returns: A ticket to await, cancel or follow the entry.
     /// - Throws: `.invalidRequest` if the type is not registered; `.encoding`
     ///   if the payload cannot be encoded; `.storage` if the transaction fails
     ///   (then nothing was queued and nothing changed).
     @discardableResult
-    public func send<M: Mutation>(_ mutation: M) async throws(DepotError) -> OutboxEntry.ID {
+    public func send<M: Mutation>(_ mutation: M) async throws(DepotError) -> OutboxTicket {
         guard types[M.typeName] != nil else {
             throw DepotError(.invalidRequest, operation: M.typeName, detail: "\(M.typeName) is not registered: pass it in Outbox(store:controller:types:)")
         }
@@ -123,9 +123,10 @@ public final class Outbox: Sendable {
             try mutation.applyOptimistically(db)
             return id
         }
+        // Told before the lane starts, so `queued` comes before `sending`.
+        await changed(id, .queued)
         kick(lane)
-        await changed()
-        return OutboxEntry.ID(rawValue: id)
+        return OutboxTicket(id: OutboxEntry.ID(rawValue: id), outbox: self)
     }
 
     /// Starts delivering what is queued, such as what an earlier launch left.
@@ -150,12 +151,13 @@ public final class Outbox: Sendable {
     }
 
     /// Lets lanes held by a 401 go again (after new credentials).
-    public func resumeHeld() {
+    public func resumeHeld() async {
         let lanes = state.withLock { state -> Set<String> in
             defer { state.held.removeAll() }
             return state.held
         }
         for lane in lanes { kick(lane) }
+        await changed()
     }
 
     // MARK: - Reading and acting on entries
@@ -176,7 +178,7 @@ public final class Outbox: Sendable {
         let key = id.rawValue
         return await withCheckedContinuation { continuation in
             let known = state.withLock { state -> Result<NetworkResponse, DepotError>? in
-                if let outcome = state.outcomes[key] { return outcome }
+                if let outcome = state.outcomes[key] { return outcome.result }
                 state.waiters[key, default: []].append(continuation)
                 return nil
             }
@@ -191,7 +193,7 @@ public final class Outbox: Sendable {
                     try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(OutboxTable.name) WHERE id = ?)", arguments: [key])
                 }) ?? nil
                 guard exists == false else { return }
-                self.resolve(key, .failure(DepotError(.invalidRequest, detail: "no outbox entry \(id)")), remember: false, unlessInFlight: true)
+                self.resolve(key, .failure(DepotError(.invalidRequest, detail: "no outbox entry \(id)")), step: nil, unlessInFlight: true)
             }
         }
     }
@@ -224,8 +226,8 @@ public final class Outbox: Sendable {
             state.withLock { _ = $0.inFlight.remove(key) }
             throw error
         }
-        resolve(key, .failure(error))
-        await changed()
+        resolve(key, .failure(error), step: .discarded)
+        await changed(key, .discarded)
     }
 
     /// Puts a failed entry back in its lane.
@@ -234,7 +236,9 @@ public final class Outbox: Sendable {
             try db.execute(sql: "UPDATE \(OutboxTable.name) SET state = 'pending' WHERE id = ?", arguments: [id.rawValue])
             return try String.fetchOne(db, sql: "SELECT lane FROM \(OutboxTable.name) WHERE id = ?", arguments: [id.rawValue])
         }
-        if let lane { kick(lane) }
-        await changed()
+        guard let lane else { throw DepotError(.invalidRequest, detail: "no outbox entry \(id)") }
+        state.withLock { _ = $0.outcomes.removeValue(forKey: id.rawValue) }
+        await changed(id.rawValue, .requeued)
+        kick(lane)
     }
 }

@@ -48,9 +48,9 @@ enum OfflineWritesExamples {
     static func sendAndFollow(store: Store, controller: NetworkController) async throws -> Result<NetworkResponse, DepotError> {
         let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
         try await outbox.start()                                    // what earlier launches left
-        let id = try await outbox.send(SendPost(payload: .init(localID: "local-1", text: "hi")))
+        let ticket = try await outbox.send(SendPost(payload: .init(localID: "local-1", text: "hi")))
         let status = await OutboxStatus(outbox: outbox)             // @Observable: pending, sending, failures
-        let answer = await outbox.outcome(of: id)                   // when it matters
+        let answer = await ticket.outcome()                         // when it matters
         _ = status
         return answer
     }
