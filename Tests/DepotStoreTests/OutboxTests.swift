@@ -330,6 +330,29 @@ import Testing
         }
     }
 
+    /// Quitting right after sending: the grace covers every queued send of a
+    /// lane, one after another, not only the one already under way.
+    @Test func shutdownGivesQueuedSendsTheGrace() async throws {
+        try await DemoServer.withRunning(.init(port: 0)) { server in
+            try await withSetup { setup in
+                let store = try setup.store()
+                let controller = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
+                let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
+                let texts = (1...3).map { "sent while quitting \($0)" }
+                for (index, text) in texts.enumerated() { try await outbox.send(SendPost("local-\(index)", text)) }
+                let report = await controller.shutdown(grace: .seconds(30))
+                #expect(!report.graceExpired)
+                #expect(try await outbox.entries().isEmpty)
+                #expect(try await Self.rows(store).allSatisfy { !$0.isPending })
+                await outbox.waitUntilIdle()
+                let check = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
+                #expect(try await Self.serverPosts(server, controller: check, texts: Set(texts)).count == 3)
+                _ = await check.shutdown(grace: .zero)
+                try store.close()
+            }
+        }
+    }
+
     /// A refresh that lands while a post is pending replaces the table with
     /// the server's rows; the pending post is still there afterwards (its
     /// optimistic change is applied again in the refresh's transaction), and

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The single decision point at exit, and waiting for the queue to drain.
 extension NetworkController {
@@ -20,24 +21,17 @@ extension NetworkController {
         let first = state.withLock { state -> Bool in
             guard !state.isShutDown else { return false }
             state.isShutDown = true
+            state.graceOpen = true
             state.report = ShutdownReport()
             return true
         }
         if first {
             change { $0.shutdown() }
-            let timebase = self.timebase
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await self.waitUntilIdle() }
-                group.addTask {
-                    // A cancelled caller ends the grace period early.
-                    try? await timebase.sleep(for: grace)
-                }
-                await group.next()
-                group.cancelAll()
-            }
+            await waitForGrace(grace)
             // Whichever wait ended first (a cancelled caller ends both), what is
             // left now is cancelled: nothing may stay queued after shutdown.
             let expired = state.withLock { state -> Bool in
+                state.graceOpen = false
                 guard !state.isIdle else { return false }
                 state.report?.graceExpired = true
                 return true
@@ -56,6 +50,62 @@ extension NetworkController {
             hub.finish()
         }
         return state.withLock { $0.report ?? ShutdownReport() }
+    }
+
+    /// Returns when the queue and every exit participant are done, when
+    /// `grace` has passed, or when the calling task is cancelled, whichever
+    /// comes first, without waiting for the others.
+    private func waitForGrace(_ grace: Duration) async {
+        struct Race {
+            var continuation: CheckedContinuation<Void, Never>?
+            var ended = false
+        }
+        let race = Mutex(Race())
+        let end: @Sendable () -> Void = {
+            race.withLock { race in
+                race.ended = true
+                return race.continuation.take()
+            }?.resume()
+        }
+        let timebase = self.timebase
+        let settled = Task { await self.waitUntilSettled(); end() }
+        let timer = Task { try? await timebase.sleep(for: grace); end() }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                // An end that came first (or a cancelled caller) resumes at once.
+                let ended = race.withLock { race in
+                    if !race.ended { race.continuation = continuation }
+                    return race.ended
+                }
+                if ended { continuation.resume() }
+            }
+        } onCancel: {
+            end()
+        }
+        settled.cancel()
+        timer.cancel()
+    }
+
+    /// Returns when nothing is queued or running and every exit participant
+    /// (an outbox's delivery loops) has stopped, at the same time: a
+    /// participant may queue more work (its next send) until it stops.
+    private func waitUntilSettled() async {
+        while !Task.isCancelled {
+            await waitUntilIdle()
+            let participants = state.withLock { Array($0.exitParticipants.values) }
+            for participant in participants { await participant() }
+            if state.withLock({ $0.isIdle }) { return }
+        }
+    }
+
+    /// Registers work the grace of ``shutdown(grace:)`` also waits for:
+    /// `waitUntilDone` returns once the participant queues nothing more.
+    /// A participant sends with `perform(_:admittedDuringGrace: true)`.
+    package func addExitParticipant(_ waitUntilDone: @escaping @Sendable () async -> Void) {
+        state.withLock { state in
+            state.nextWaiter += 1
+            state.exitParticipants[state.nextWaiter] = waitUntilDone
+        }
     }
 
     /// Whether ``shutdown(grace:)`` has been called.

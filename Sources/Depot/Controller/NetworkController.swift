@@ -68,6 +68,11 @@ public final class NetworkController: Sendable {
         /// Jobs from their start action until they end (or go back to the queue).
         var running: [Ticket.ID: RunningJob] = [:]
         var isShutDown = false
+        /// From `shutdown(grace:)` until its grace ends: work admitted during
+        /// the grace (an outbox's next send) may still be queued.
+        var graceOpen = false
+        /// What the grace also waits for (outboxes' delivery loops), by registration.
+        var exitParticipants: [UInt64: @Sendable () async -> Void] = [:]
         var report: ShutdownReport?
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var conditions: ConditionsState
@@ -200,6 +205,17 @@ public final class NetworkController: Sendable {
         _ operation: Operation,
         after dependencies: [Ticket] = []
     ) async throws(DepotError) -> Operation.Output {
+        try await perform(operation, after: dependencies, admittedDuringGrace: false)
+    }
+
+    /// ``perform(_:after:)`` for a participant of the grace period (an
+    /// outbox): once ``shutdown(grace:)`` began, a `.finish` operation is
+    /// still admitted until the grace ends.
+    package func perform<Operation: NetworkOperation>(
+        _ operation: Operation,
+        after dependencies: [Ticket] = [],
+        admittedDuringGrace: Bool
+    ) async throws(DepotError) -> Operation.Output {
         // The ticket exists before the handler, so the handler needs no lock to find it.
         let ticket = makeTicket(for: operation)
         let result = await withTaskCancellationHandler {
@@ -214,7 +230,7 @@ public final class NetworkController: Sendable {
             //   invariant test), and shutdown cancels what is left.
             // `completionRunsOnMainActorAsynchronouslyExactlyOnce` checks the result.
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Swift.Result<any Sendable, DepotError>, Never>) in
-                submit(operation, ticket: ticket, after: dependencies, startsImmediately: true) { _ in
+                submit(operation, ticket: ticket, after: dependencies, startsImmediately: true, admittedDuringGrace: admittedDuringGrace) { _ in
                     { continuation.resume(returning: $0) }
                 }
                 // A cancellation that came before the ticket was queued found nothing to cancel.
@@ -251,6 +267,7 @@ public final class NetworkController: Sendable {
         ticket: Ticket? = nil,
         after dependencies: [Ticket],
         startsImmediately: Bool = false,
+        admittedDuringGrace: Bool = false,
         deliver makeDeliver: (Ticket) -> @Sendable (Swift.Result<any Sendable, DepotError>) -> Void
     ) -> Ticket {
         let ticket = ticket ?? makeTicket(for: operation)
@@ -289,7 +306,8 @@ public final class NetworkController: Sendable {
         var effects: [Effect] = []
         effects.reserveCapacity(4)  // enqueued, started, launch: one allocation
         state.withLock { state in
-            if state.isShutDown {
+            let admitted = admittedDuringGrace && state.graceOpen && entry.exitPolicy == .finish
+            if state.isShutDown && !admitted {
                 effects.append(emit(ticket, .enqueued(priority: entry.priority, category: entry.category), at: now))
                 resolve(record, .failure(DepotError(.shutDown, operation: name)), outcome: .failed, at: now, counted: false, in: &state, into: &effects)
                 return

@@ -96,6 +96,12 @@ extension Outbox {
                     try db.execute(sql: "UPDATE \(OutboxTable.name) SET attempts = attempts + 1, lastError = ? WHERE id = ?", arguments: ["\(error)", key])
                 }
                 await changed(key, .willRetry)
+                // Shutting down: it stays queued for the next launch rather
+                // than hold the grace through a backoff.
+                if controller.isShutDown {
+                    state.withLock { $0.running[lane] = nil }
+                    return
+                }
                 var random = SystemRandomNumberGenerator()
                 let delay = RetryPolicy.default.backoff(after: failures, using: &random)
                 do {
@@ -132,7 +138,8 @@ extension Outbox {
         let key = entry.id.rawValue
         let response: NetworkResponse
         do {
-            response = try await controller.perform(OutboxDelivery(mutation: mutation, idempotencyKey: entry.idempotencyKey))
+            // Admitted during the shutdown grace too: queued sends get it, one after another.
+            response = try await controller.perform(OutboxDelivery(mutation: mutation, idempotencyKey: entry.idempotencyKey), admittedDuringGrace: true)
         } catch {
             switch error.code {
             case .cancelled, .shutDown:

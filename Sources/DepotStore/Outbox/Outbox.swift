@@ -90,6 +90,9 @@ public final class Outbox: Sendable {
         let types = Dictionary(types.map { ($0.typeName, $0) }, uniquingKeysWith: { first, _ in first })
         self.types = types
         store.mutationTypes.withLock { $0.merge(types) { first, _ in first } }
+        // The shutdown grace waits for the lanes too, so a send queued behind
+        // another still goes out within it.
+        controller.addExitParticipant { [weak self] in await self?.waitUntilIdle() }
     }
 
     // MARK: - Sending
