@@ -107,40 +107,50 @@ public struct FetchAvatar: CachingOperation {
     }
 }
 
-/// Posts to the timeline (`POST posts`), and puts the new post in the cache.
+/// Posts to the timeline (`POST posts`) through the outbox: durable before
+/// it is sent, shown at once as a pending row, delivered exactly once.
 ///
-/// Posting must go out: very high priority, exit policy `.finish` (a quit lets
-/// it complete within the grace period), and an `Idempotency-Key`. The key makes
-/// a retry after a lost connection safe (the server answers it with the first
-/// response instead of posting again), so this operation retries POST, which
-/// Depot does not do by default. Two operations with the same key coalesce into
-/// one request: a double press posts once.
+/// ``applyOptimistically(_:)`` writes a ``PendingPost``; the server's answer
+/// replaces it with the ``TimelinePost`` in one transaction (the list shows
+/// the post move, not vanish and come back), and a refusal (a 422: "text
+/// must be 1 to 280 characters") keeps it, marked with the reason. Posts go
+/// in one lane, in the order written, at very high priority.
 ///
 /// For example:
 ///
 /// ```swift
-/// let draft = CreatePost(text: "Posting from the tunnel.", idempotencyKey: UUID().uuidString)
-/// let post = try await controller.perform(draft)   // keep the key to send it again
+/// let outbox = Outbox(store: store, controller: controller, types: [CreatePost.self])
+/// let ticket = try await outbox.send(CreatePost(text: "Posting from the tunnel.", author: "you"))
 /// ```
-public struct CreatePost: NetworkOperation {
-    /// The text.
-    public var text: String
-    /// The author's handle.
-    public var author: String
-    /// The key that makes the request safe to repeat; one per draft.
-    public var idempotencyKey: String
+public struct CreatePost: Mutation {
+    /// What is stored in the outbox, and rebuilt on a later launch.
+    public struct Payload: Codable, Sendable, Hashable {
+        /// The pending row's id.
+        public var localID: String
+        /// The text.
+        public var text: String
+        /// The author's handle.
+        public var author: String
+    }
 
-    /// Makes the operation for one draft.
+    /// The stored name. A payload change that old rows cannot decode gets a new name.
+    public static let typeName = "CreatePost"
+    /// The stored payload.
+    public var payload: Payload
+
+    /// Rebuilds a stored post.
+    public init(payload: Payload) {
+        self.payload = payload
+    }
+
+    /// A new post.
     ///
     /// - Parameters:
     ///   - text: The post's text (1 to 280 characters; the server says so with a 422).
     ///   - author: The author's handle.
-    ///   - idempotencyKey: A key unique to this draft. Keep it for a second
-    ///     press of the same draft; a new draft gets a new key.
-    public init(text: String, author: String = "you", idempotencyKey: String) {
-        self.text = text
-        self.author = author
-        self.idempotencyKey = idempotencyKey
+    ///   - localID: The pending row's id; a new one by default.
+    public init(text: String, author: String = "you", localID: String = UUID().uuidString) {
+        payload = Payload(localID: localID, text: text, author: author)
     }
 
     struct Body: Encodable, Sendable {
@@ -148,42 +158,43 @@ public struct CreatePost: NetworkOperation {
         var author: String
     }
 
-    /// `POST posts` with the JSON body and the `Idempotency-Key` header.
-    public var request: NetworkRequest {
-        .post("posts", json: Body(text: text, author: author), headers: ["Idempotency-Key": idempotencyKey])
-    }
+    /// Every post in one lane: they reach the server in the order written.
+    public var lane: String { "posts" }
+    /// `POST posts` with the JSON body (the outbox adds the `Idempotency-Key`).
+    public var request: NetworkRequest { .post("posts", json: Body(text: payload.text, author: payload.author)) }
     /// `.veryHigh`: what the user wrote goes first.
     public var priority: Priority { .veryHigh }
     /// ``OperationCategory/posts``.
     public var category: OperationCategory { .posts }
-    /// `.finish`: a post in flight is not abandoned at exit.
-    public var exitPolicy: ExitPolicy { .finish }
-    /// One request per idempotency key.
-    public var coalescing: Coalescing { .key("POST posts \(idempotencyKey)") }
-    /// POST is retried, because the key makes it safe: lost connections, and the
-    /// usual statuses plus 409 (the server still has the first try in flight).
-    public var retryPolicy: RetryPolicy? {
-        RetryPolicy(maximumAttempts: 4, methods: [.post], statuses: [408, 409, 429, 502, 503, 504])
+
+    /// The pending row (kept as it is if it is there already: the outbox
+    /// applies this again after every refresh).
+    public func applyOptimistically(_ db: Database) throws {
+        try db.execute(
+            sql: "INSERT INTO \(PendingPost.databaseTableName) (id, author, text) VALUES (?, ?, ?) ON CONFLICT(id) DO NOTHING",
+            arguments: [payload.localID, payload.author, payload.text])
     }
 
-    /// 2xx passes; a 422 becomes an error with the server's message, such as
-    /// "text must be 1 to 280 characters"; other statuses as usual.
-    public func validate(_ response: NetworkResponse) throws {
-        if response.status == 422, let message = ValidationMessage(response.body) {
-            throw DepotError(.unexpectedStatus, operation: name, status: 422, bodyExcerpt: message.text)
-        }
-        guard (200..<300).contains(response.status) else {
-            throw DepotError.forStatus(response.status, body: response.body, operation: name)
-        }
-    }
-
-    /// Decodes the created post and puts it in the cache, so the timeline shows it at once.
-    public func process(_ response: NetworkResponse, context: OperationContext) async throws -> TimelinePost {
+    /// The server's post replaces the pending row.
+    public func commit(_ response: NetworkResponse, _ db: Database) throws {
         let post = try response.decode(TimelinePost.self)
-        if let store = context.store {
-            try await store.write { db in try post.save(db) }
+        _ = try PendingPost.deleteOne(db, key: payload.localID)
+        try post.save(db)
+    }
+
+    /// The pending row stays, marked with the server's reason.
+    public func rollback(_ error: DepotError, _ db: Database) throws {
+        let reason = error.status == 422 ? error.bodyExcerpt ?? "\(error)" : "\(error)"
+        try db.execute(sql: "UPDATE \(PendingPost.databaseTableName) SET rejection = ? WHERE id = ?", arguments: [reason, payload.localID])
+    }
+
+    /// A 422 says why in the server's words, such as "text must be 1 to 280
+    /// characters"; other statuses as usual.
+    public func error(for response: NetworkResponse) -> DepotError {
+        if response.status == 422, let message = ValidationMessage(response.body) {
+            return DepotError(.unexpectedStatus, operation: Self.typeName, status: 422, bodyExcerpt: message.text)
         }
-        return post
+        return DepotError.forStatus(response.status, body: response.body, operation: Self.typeName)
     }
 }
 

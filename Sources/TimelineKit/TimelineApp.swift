@@ -1,14 +1,15 @@
 import Depot
 import DepotStore
 import Foundation
+import GRDB
 import Observation
 
 /// The Timeline example's model: the cached timeline with its avatars, the
 /// sync status, posting, and what the network is doing.
 ///
 /// It shows the MVC-N talk's priorities at work. Refreshing the timeline is
-/// high priority; posting is very high and must finish (exit policy
-/// `.finish`); avatars are low priority, in the `images` category, and
+/// high priority; posts go through the outbox (durable at once, very high
+/// priority, sent within the grace at exit or on the next launch); avatars are low priority, in the `images` category, and
 /// droppable. On a poor link the controller pauses images; with
 /// ``qualityRules`` the queued avatars wait and trickle out one at a time, and
 /// under the default rules, which drop them, the app asks again when images resume.
@@ -17,56 +18,36 @@ import Observation
 ///
 /// ```swift
 /// let app = try TimelineApp(controller: controller, autoRefresh: .seconds(30))
-/// app.post("Posting from the tunnel.")
+/// try await app.post("Posting from the tunnel.")   // durable now, on screen as pending
 /// for await update in app.entries.updates() { render(update.snapshot) }
-/// let report = await app.shutdown(grace: .seconds(10))   // the post finishes, avatars are cancelled
+/// let report = await app.shutdown(grace: .seconds(10))   // the post goes out, avatars are cancelled
 /// ```
 @MainActor
 @Observable
 public final class TimelineApp {
-    /// What the user is writing: its text, and the idempotency key that makes
-    /// sending it again safe. Make one per post the user writes, and send that
-    /// same value however often the button is pressed.
-    public struct Draft: Sendable, Hashable, Identifiable {
-        /// The text.
-        public var text: String
-        /// The key the server remembers the post by.
-        public let idempotencyKey: String
-        /// The key, which identifies the draft.
-        public var id: String { idempotencyKey }
-
-        /// Makes a draft with a new key (or a given one, to resend).
-        public init(text: String, idempotencyKey: String = UUID().uuidString) {
-            self.text = text
-            self.idempotencyKey = idempotencyKey
-        }
-    }
-
-    /// A post the user sent in this session, and how it went.
+    /// A post written in this session, and how it went.
     public struct SentPost: Sendable, Identifiable {
-        /// Where a sent post is.
+        /// Where a post is.
         public enum State: Sendable {
-            /// Going out.
-            case sending
+            /// In the outbox: it goes out as soon as it can, on a later
+            /// launch if need be. The timeline shows it as pending.
+            case queued
             /// Made on the server: the post as stored.
             case sent(TimelinePost)
-            /// Not made, or not known to be made: the reason (`.cancelled` when
-            /// quitting ran out of grace). ``TimelineApp/retry(_:)`` is safe.
-            case failed(DepotError)
+            /// Refused by the server; the timeline shows it with the reason.
+            case rejected(DepotError)
         }
 
-        /// Whether it is still going out.
-        public var isSending: Bool {
-            if case .sending = state { return true }
+        /// Whether it is still in the outbox.
+        public var isQueued: Bool {
+            if case .queued = state { return true }
             return false
         }
 
-        /// The operation's ticket.
-        public var id: Ticket.ID
+        /// Its outbox entry.
+        public var id: OutboxEntry.ID
         /// The text.
         public var text: String
-        /// The draft's idempotency key.
-        public var idempotencyKey: String
         /// Where it is.
         public var state: State
     }
@@ -94,6 +75,9 @@ public final class TimelineApp {
     public let controller: NetworkController
     /// The cache.
     public let store: Store
+    /// Where posts wait until the server has them: in the cache file, so
+    /// they survive quitting and crashes.
+    public let outbox: Outbox
     /// The timeline, newest first, each post with its avatar's state.
     public let entries: ResultsController<TimelineEntry>
     /// Whether the timeline is syncing, when it last synced, and its last error.
@@ -110,7 +94,6 @@ public final class TimelineApp {
     /// avatar for a moment after the fetch ended, and must not fetch it again.
     @ObservationIgnored private var fetchedAvatars: Set<String> = []
     @ObservationIgnored private var firstRefreshEnded = false
-    @ObservationIgnored private var postWaiters: [CheckedContinuation<Void, Never>] = []
     @ObservationIgnored private var followers: [Task<Void, Never>] = []
 
     /// Builds the model, shows the cached timeline, and starts a refresh; when
@@ -121,8 +104,9 @@ public final class TimelineApp {
     ///     opened with ``TimelineSchema/migrator``.
     ///   - author: The handle posts are made under.
     ///   - autoRefresh: Refresh this often, and on reconnect; `nil` for manual refresh only.
-    ///   - waitsForNetwork: Whether a refresh waits out an offline spell (the
-    ///     default) or fails at once, for one-shot runs.
+    ///   - waitsForNetwork: Whether a refresh and the outbox wait out an
+    ///     offline spell (the default), or fail at once and leave posts
+    ///     queued, for one-shot runs.
     /// - Throws: `.storage` if no store is configured or the first fetch from it fails.
     public init(controller: NetworkController, author: String = "you", autoRefresh: Duration? = nil, waitsForNetwork: Bool = true) throws(DepotError) {
         guard let store = controller.store else {
@@ -131,6 +115,7 @@ public final class TimelineApp {
         self.controller = controller
         self.store = store
         self.author = author
+        outbox = Outbox(store: store, controller: controller, types: [CreatePost.self], waitsForNetwork: waitsForNetwork)
         entries = try controller.results(for: TimelineEntry.newestFirst(), refreshing: FetchTimeline(offlineBehavior: waitsForNetwork ? .waitForConnectivity : .failFast), policy: .cacheThenNetwork)
         guard let status = entries.syncStatus else {
             throw DepotError(.storage, detail: "results came without a sync status")
@@ -141,6 +126,8 @@ public final class TimelineApp {
         follow()
         // Avatars wait for the first refresh to end (however it ends): the
         // timeline comes first by construction, not only by priority.
+        // Posts an earlier run left go out (at very high priority, ahead of the refresh).
+        followers.append(Task { [outbox] in try? await outbox.start() })
         followers.append(Task { [weak self] in
             await self?.status.refresh()
             self?.firstRefreshEnded = true
@@ -157,64 +144,72 @@ public final class TimelineApp {
         await status.refresh()
     }
 
-    /// Posts a draft. Sending the same draft again (a double press, a retry)
-    /// never posts twice: while the first request is out the second joins it,
-    /// and afterwards the server answers the draft's idempotency key with the
-    /// post it already made.
+    /// Posts `text` through the outbox. Returns once the post is stored (with
+    /// its pending row, which the timeline shows at once), before it is sent.
     ///
-    /// - Returns: The post's ticket.
+    /// - Returns: The outbox ticket, to await the server's answer.
+    /// - Throws: `.storage` if the cache cannot take it (then nothing was queued).
     @discardableResult
-    public func post(_ draft: Draft) -> Ticket {
-        let key = draft.idempotencyKey
-        let operation = CreatePost(text: draft.text, author: author, idempotencyKey: key)
-        let ticket = controller.enqueue(operation) { [weak self] result in
-            self?.finishPost(key: key, result: result)
-        }
-        sentPosts.append(SentPost(id: ticket.id, text: draft.text, idempotencyKey: key, state: .sending))
+    public func post(_ text: String) async throws(DepotError) -> OutboxTicket {
+        let ticket = try await outbox.send(CreatePost(text: text, author: author))
+        sentPosts.append(SentPost(id: ticket.id, text: text, state: .queued))
+        followers.append(Task { [weak self] in
+            let outcome = await ticket.outcome()
+            self?.finishPost(ticket.id, outcome)
+        })
         return ticket
     }
 
-    /// Posts `text` as a new draft.
+    /// Sends what the outbox holds, in order, and returns when every post is
+    /// decided, or (with `waitsForNetwork: false`) when one could not be sent.
+    ///
+    /// - Returns: How many posts are still queued.
     @discardableResult
-    public func post(_ text: String) -> Ticket {
-        post(Draft(text: text))
+    public func sendPending() async -> Int {
+        try? await outbox.start()
+        await outbox.waitUntilIdle()
+        return await settlePosts()
     }
 
-    /// Sends a post of this session again, with its key: for one that failed
-    /// (offline, say). If the server made it after all, it answers with that post.
-    @discardableResult
-    public func retry(_ sent: SentPost) -> Ticket {
-        post(Draft(text: sent.text, idempotencyKey: sent.idempotencyKey))
-    }
-
-    /// Waits until no post of this session is still sending.
-    public func waitForPosts() async {
-        while sentPosts.contains(where: \.isSending) {
-            await withCheckedContinuation { postWaiters.append($0) }
+    /// Removes the rejected posts from the timeline, once the user has seen them.
+    public func dismissRejected() async throws(DepotError) {
+        try await store.write { db in
+            _ = try PendingPost.filter(Column("rejection") != nil).deleteAll(db)
         }
     }
 
-    /// Quits through the controller's single decision point: the posts going
-    /// out get up to `grace` to finish, avatars and refreshes are cancelled.
-    /// Waits for every post's outcome before returning.
+    /// Quits through the controller's single decision point: posts get up
+    /// to `grace` to go out (those queued behind another too), avatars and
+    /// refreshes are cancelled. What is left stays in the outbox for the
+    /// next launch. Returns once every post's state is known.
     public func shutdown(grace: Duration) async -> ShutdownReport {
         let report = await controller.shutdown(grace: grace)
-        await waitForPosts()
+        await outbox.waitUntilIdle()
+        await settlePosts()
         followers.forEach { $0.cancel() }
         activity = controller.activity
         return report
     }
 
-    private func finishPost(key: String, result: Result<TimelinePost, DepotError>) {
-        for index in sentPosts.indices where sentPosts[index].idempotencyKey == key && sentPosts[index].isSending {
-            switch result {
-            case .success(let post): sentPosts[index].state = .sent(post)
-            case .failure(let error): sentPosts[index].state = .failed(error)
-            }
+    /// Brings the session's posts up to date with the outbox: a post no
+    /// longer in it was decided, and its outcome is known without waiting.
+    /// - Returns: How many posts are still queued.
+    @discardableResult
+    private func settlePosts() async -> Int {
+        guard let queued = try? await outbox.entries() else { return sentPosts.count { $0.isQueued } }
+        let waiting = Set(queued.map(\.id))
+        for post in sentPosts where post.isQueued && !waiting.contains(post.id) {
+            finishPost(post.id, await outbox.outcome(of: post.id))
         }
-        let waiters = postWaiters
-        postWaiters = []
-        waiters.forEach { $0.resume() }
+        return queued.count
+    }
+
+    private func finishPost(_ id: OutboxEntry.ID, _ outcome: Result<NetworkResponse, DepotError>) {
+        guard let index = sentPosts.firstIndex(where: { $0.id == id }), sentPosts[index].isQueued else { return }
+        switch outcome.flatMap({ response in Result { try response.decode(TimelinePost.self) }.mapError { DepotError.wrap($0, operation: CreatePost.typeName, fallback: .decoding) } }) {
+        case .success(let post): sentPosts[index].state = .sent(post)
+        case .failure(let error): sentPosts[index].state = .rejected(error)
+        }
     }
 
     /// Fetches the avatars of the listed posts that are neither cached nor
@@ -228,7 +223,7 @@ public final class TimelineApp {
     /// the avatars of rows fetched just now.
     public func requestMissingAvatars() {
         guard firstRefreshEnded, !controller.isShutDown else { return }
-        let missing = Set(entries.fetchedObjects.lazy.filter { !$0.hasAvatar }.map(\.avatar))
+        let missing = Set(entries.fetchedObjects.lazy.filter { !$0.hasAvatar && !$0.isPending }.map(\.avatar))
         for path in missing.sorted() where avatarTickets[path] == nil && !fetchedAvatars.contains(path) {
             avatarTickets[path] = controller.enqueue(FetchAvatar(path: path)) { [weak self] result in
                 // Dropped, cancelled or failed: asked for again the next time it is missing.

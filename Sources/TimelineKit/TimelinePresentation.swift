@@ -18,18 +18,27 @@ public enum TimelinePresentation {
         return parts.joined(separator: " · ")
     }
 
-    /// One timeline row: the avatar's state (■ cached, □ not yet), the author and the text.
+    /// One timeline row: the avatar's state (■ cached, □ not yet), the author
+    /// and the text; a post written here shows `◌` and "sending…" until the
+    /// server has it, or `✗` and why the server refused it.
     public static func entryLine(_ entry: TimelineEntry, width: Int) -> String {
-        TextLayout.fit("\(entry.hasAvatar ? "■" : "□") @\(entry.author)  \(entry.text)", trailer: "", width: width)
+        guard entry.isPending else {
+            return TextLayout.fit("\(entry.hasAvatar ? "■" : "□") @\(entry.author)  \(entry.text)", trailer: "", width: width)
+        }
+        if let rejection = entry.rejection {
+            return TextLayout.fit("✗ @\(entry.author)  \(entry.text)", trailer: "  not sent: \(rejection)", width: width)
+        }
+        return TextLayout.fit("◌ @\(entry.author)  \(entry.text)", trailer: "  sending…", width: width)
     }
 
-    /// A sent post's line: "post "hello": sent as #31", "…: sending", or "…: failed — reason".
+    /// A post's line at quit: "post "hello": sent as #31", "…: queued: will
+    /// be sent when online", or "…: not sent — reason".
     public static func sentLine(_ post: TimelineApp.SentPost) -> String {
         let state: String
         switch post.state {
-        case .sending: state = "sending…"
+        case .queued: state = "queued: will be sent when online"
         case .sent(let stored): state = "sent as #\(stored.id)"
-        case .failed(let error): state = "failed — \(error)"
+        case .rejected(let error): state = "not sent — \(error.status == 422 ? error.bodyExcerpt ?? "\(error)" : "\(error)")"
         }
         return "post \"\(post.text)\": \(state)"
     }

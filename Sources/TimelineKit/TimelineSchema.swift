@@ -42,10 +42,35 @@ public struct AvatarImage: Codable, Sendable, Hashable, Identifiable, FetchableR
     public static let databaseTableName = "avatar"
 }
 
+/// A post written here that the server has not accepted yet: shown at once,
+/// marked pending, until the outbox's answer replaces it with the server's
+/// post, or marks it rejected with the reason.
+public struct PendingPost: Codable, Sendable, Hashable, Identifiable, FetchableRecord, PersistableRecord {
+    /// The local id the post was written under (the mutation's payload has it).
+    public var id: String
+    /// The author's handle.
+    public var author: String
+    /// The text.
+    public var text: String
+    /// Why the server refused it, once it did; `nil` while it waits or goes out.
+    public var rejection: String?
+
+    /// Makes a pending post.
+    public init(id: String, author: String, text: String, rejection: String? = nil) {
+        self.id = id
+        self.author = author
+        self.text = text
+        self.rejection = rejection
+    }
+
+    /// The `pendingPost` table.
+    public static let databaseTableName = "pendingPost"
+}
+
 /// A row of the timeline as the view shows it: the post, and whether its
 /// avatar is in the cache yet.
 public struct TimelineEntry: Codable, Sendable, Hashable, Identifiable, FetchableRecord {
-    /// The post's id.
+    /// The post's id; negative for a pending post (its row's number, negated).
     public var id: Int
     /// The author's handle.
     public var author: String
@@ -56,21 +81,35 @@ public struct TimelineEntry: Codable, Sendable, Hashable, Identifiable, Fetchabl
     /// The avatar's size in bytes, or `nil` while it is not cached.
     public var avatarBytes: Int?
 
+    /// Whether it is a post written here that the server has not accepted yet.
+    public var isPending: Bool
+    /// Why the server refused a pending post, once it did.
+    public var rejection: String?
+
     /// Whether the avatar is cached.
     public var hasAvatar: Bool { avatarBytes != nil }
 
-    /// The newest `limit` posts, newest first, each with its avatar's state.
-    /// The request reads both tables, so a newly cached avatar updates its rows.
+    /// The newest `limit` rows, newest first: the pending posts written here
+    /// on top, then the server's posts, each with its avatar's state. The
+    /// request reads every table involved, so a newly cached avatar, a post
+    /// written or one accepted updates the rows.
     public static func newestFirst(limit: Int = 200) -> SQLRequest<TimelineEntry> {
         SQLRequest(sql: """
-            SELECT post.id, post.author, post.text, post.avatar, length(avatar.png) AS avatarBytes
-            FROM post LEFT JOIN avatar ON avatar.id = post.avatar
-            ORDER BY post.id DESC LIMIT ?
+            SELECT id, author, text, avatar, avatarBytes, isPending, rejection FROM (
+                SELECT -pendingPost.rowid AS id, author, text, '' AS avatar, NULL AS avatarBytes,
+                       1 AS isPending, rejection, pendingPost.rowid AS sortKey
+                FROM pendingPost
+                UNION ALL
+                SELECT post.id, post.author, post.text, post.avatar, length(avatar.png),
+                       0, NULL, post.id
+                FROM post LEFT JOIN avatar ON avatar.id = post.avatar
+            )
+            ORDER BY isPending DESC, sortKey DESC LIMIT ?
             """, arguments: [limit])
     }
 }
 
-/// The Timeline cache's schema: the `post` and `avatar` tables.
+/// The Timeline cache's schema: the `post`, `avatar` and `pendingPost` tables.
 ///
 /// For example:
 ///
@@ -92,6 +131,14 @@ public enum TimelineSchema {
             try db.create(table: AvatarImage.databaseTableName) { t in
                 t.primaryKey("id", .text)
                 t.column("png", .blob).notNull()
+            }
+        }
+        migrator.registerMigration("timeline-v2-pending-posts") { db in
+            try db.create(table: PendingPost.databaseTableName) { t in
+                t.primaryKey("id", .text)
+                t.column("author", .text).notNull()
+                t.column("text", .text).notNull()
+                t.column("rejection", .text)
             }
         }
         return migrator

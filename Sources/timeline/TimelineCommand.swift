@@ -22,10 +22,10 @@ struct TimelineCommand: AsyncParsableCommand {
             Keys in the interactive view: r refresh, p write a post (⏎ sends, esc cancels), j/k scroll, q quit.
             """)
 
-    @Option(help: "The link to simulate: fast, 3g, edge, offline, or KBPS,RTTMS such as 300,250.")
-    var link = "fast"
+    @Option(help: "The link to simulate: fast, 3g, edge, offline, or KBPS,RTTMS such as 300,250 (default: fast).")
+    var link: String?
 
-    @Option(help: "A running depot-server to use instead of the embedded one (its link is set through /_control).")
+    @Option(help: "A running depot-server to use instead of the embedded one (with --link, its link is set through /_control).")
     var server: String?
 
     @Option(help: "The cache file (default: $XDG_CACHE_HOME/timeline/cache.sqlite or ~/.cache/timeline/cache.sqlite).")
@@ -34,16 +34,16 @@ struct TimelineCommand: AsyncParsableCommand {
     @Option(help: "Write the session's waterfall chart (SVG) here at exit.")
     var trace: String?
 
-    @Option(help: "Post this text, then quit at once: the post finishes within the grace period, avatars are cancelled.")
+    @Option(help: "Post this text, then quit at once: the post is stored first, then sent within the grace period (or on a later run); avatars are cancelled.")
     var post: String?
 
-    @Option(help: "Seconds that posts going out get to finish when quitting.")
-    var grace = 10
+    @Option(help: "Seconds (fractions too, such as 0.5) that posts get to go out when quitting.")
+    var grace = 10.0
 
     @Option(help: "The handle to post as.")
     var author = "you"
 
-    @Flag(help: "Refresh, fetch the avatars, print the timeline and exit.")
+    @Flag(help: "Send the posts waiting from earlier runs, refresh, fetch the avatars, print the timeline and exit.")
     var once = false
 
     @Option(help: "Seconds between automatic refreshes in the interactive view.")
@@ -54,7 +54,7 @@ struct TimelineCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard refreshInterval >= 1 else { throw ValidationError("--refresh-interval must be at least 1 second") }
-        guard grace >= 0 else { throw ValidationError("--grace cannot be negative") }
+        guard grace.isFinite, (0...3_600).contains(grace) else { throw ValidationError("--grace must be between 0 and 3600 seconds") }
         guard (100...10_000_000).contains(avatarBytes) else { throw ValidationError("--avatar-bytes must be between 100 and 10000000") }
         if let post, post.count > 1_000 { throw ValidationError("--post is too long (the server takes up to 280 characters)") }
     }
@@ -63,7 +63,7 @@ struct TimelineCommand: AsyncParsableCommand {
     mutating func run() async throws {
         let profile: LinkProfile
         do {
-            profile = try LinkProfile(link)
+            profile = try LinkProfile(link ?? "fast")
         } catch {
             throw ValidationError(error.description)
         }
@@ -93,8 +93,10 @@ struct TimelineCommand: AsyncParsableCommand {
         configuration.monitor = TimelineApp.monitorConfiguration
         configuration.qualityRules = TimelineApp.qualityRules
         let controller = NetworkController(configuration: configuration)
-        if server != nil {
-            // An external depot-server is shaped through its control route.
+        if server != nil, link != nil {
+            // An external depot-server is shaped through its control route,
+            // only when asked: without --link nothing but the timeline's own
+            // requests goes to it.
             _ = try await controller.perform(SetServerLink(profile: profile))
         }
 
@@ -102,11 +104,19 @@ struct TimelineCommand: AsyncParsableCommand {
         let app = try TimelineApp(controller: controller, author: author, autoRefresh: interactive ? .seconds(refreshInterval) : nil, waitsForNetwork: interactive)
         var output: [String] = []
         var failure: (any Error)?
+        var stillQueued = 0
         if let post {
-            // Quit right after pressing send: the single decision point at exit.
-            app.post(post)
+            // Stored first; then quit right after pressing send: the single
+            // decision point at exit gives it the grace to go out.
+            do {
+                try await app.post(post)
+            } catch {
+                failure = error
+            }
         } else if !interactive {
             do {
+                // Posts from earlier runs go first, in order.
+                stillQueued = await app.sendPending()
                 await app.refresh()
                 try app.entries.performFetch()
                 if controller.quality != .offline {
@@ -116,13 +126,15 @@ struct TimelineCommand: AsyncParsableCommand {
                     try app.entries.performFetch()
                 }
                 output += TimelinePresentation.list(app, width: 100, now: Date(), link: profile)
+                // Shown once: the rejected posts leave the timeline.
+                try await app.dismissRejected()
             } catch {
                 failure = error  // still shut down, write the trace and stop the server
             }
         } else {
             await TimelineView(app: app, link: profile).run()
         }
-        let report = await app.shutdown(grace: .seconds(grace))
+        let report = await app.shutdown(grace: .milliseconds(Int((grace * 1_000).rounded())))
         output += TimelinePresentation.quitLines(app, report: report)
         if let trace, let recorder {
             try recorder.svg().write(to: URL(fileURLWithPath: trace), atomically: true, encoding: .utf8)
@@ -131,7 +143,13 @@ struct TimelineCommand: AsyncParsableCommand {
         FileHandle.standardOutput.write(Data((output.joined(separator: "\n") + "\n").utf8))
         await embedded?.stop()
         if let failure { throw failure }
-        if app.sentPosts.contains(where: { if case .failed = $0.state { true } else { false } }) {
+        if stillQueued > 0 {
+            let reason = (try? await app.outbox.entries().first?.lastError).flatMap { $0 } ?? "the server did not answer"
+            let sentence = "\(stillQueued) \(stillQueued == 1 ? "post stays" : "posts stay") queued, to be sent when online (\(reason))"
+            FileHandle.standardError.write(Data((sentence + "\n").utf8))
+            throw ExitCode(1)
+        }
+        if app.sentPosts.contains(where: { if case .rejected = $0.state { true } else { false } }) {
             throw ExitCode(1)
         }
     }

@@ -66,7 +66,11 @@ final class TimelineView {
         if var text = draft {
             switch key {
             case .enter:
-                if !text.trimmingCharacters(in: .whitespaces).isEmpty { app.post(TimelineApp.Draft(text: text)) }
+                if !text.trimmingCharacters(in: .whitespaces).isEmpty {
+                    let app = app
+                    // Stored in a moment (one transaction); the list shows it as pending.
+                    Task { _ = try? await app.post(text) }
+                }
                 draft = nil
             case .escape: draft = nil
             case .backspace: if !text.isEmpty { text.removeLast() }; draft = text
@@ -97,7 +101,8 @@ final class TimelineView {
             TextLayout.fit(TimelinePresentation.networkLine(link: link, quality: estimate.quality, limit: estimate.concurrencyLimit, activity: app.controller.activity, paused: estimate.pausedCategories), trailer: "", width: width),
             String(repeating: "─", count: width),
         ]
-        let sent = app.sentPosts.suffix(2).map(TimelinePresentation.sentLine)
+        // Queued posts are in the list (◌ sending…); here, how the latest ones ended.
+        let sent = app.sentPosts.filter { !$0.isQueued }.suffix(2).map(TimelinePresentation.sentLine)
         let listHeight = max(1, height - lines.count - 3 - sent.count)
         top = min(top, max(0, entries.count - listHeight))
         lines += entries.dropFirst(top).prefix(listHeight).map { TimelinePresentation.entryLine($0, width: width) }

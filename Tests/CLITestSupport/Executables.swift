@@ -13,14 +13,14 @@ public enum Executables {
         return folders.map { root.appending(path: "\($0)/\(name)") }.first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }
 
-    /// Runs the executable `name` with `arguments` and waits for it; records an
-    /// issue and throws when it is not built.
-    public static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> ChildResult {
+    /// Runs the executable `name` with `arguments` and waits for it (or kills
+    /// it with SIGKILL after `killAfter`); records an issue and throws when it is not built.
+    public static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:], killAfter: Duration? = nil) async throws -> ChildResult {
         guard let executable = url(name) else {
             Issue.record("the \(name) executable is not built")
             throw SpawnError(description: "the \(name) executable is not built")
         }
-        return try await spawn(executable.path, arguments, environment: environment)
+        return try await spawn(executable.path, arguments, environment: environment, killAfter: killAfter)
     }
 
     /// A new empty folder under the temporary directory.

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import Synchronization
 
 /// What a child process printed and how it ended.
 public struct ChildResult: Sendable {
@@ -23,10 +24,13 @@ public struct ChildResult: Sendable {
 ///
 /// Output is read only when `capture` is true: a command that starts a daemon
 /// (tmux's server) would hand it our pipe, which would then never reach its end.
-public func spawn(_ path: String, _ arguments: [String], capture: Bool = true, environment: [String: String] = [:]) async throws -> ChildResult {
+///
+/// With `killAfter`, the child gets SIGKILL that long after it started, unless
+/// it ended first (status 137 when the kill landed).
+public func spawn(_ path: String, _ arguments: [String], capture: Bool = true, environment: [String: String] = [:], killAfter: Duration? = nil) async throws -> ChildResult {
     try await withCheckedThrowingContinuation { continuation in
         let thread = Thread {
-            continuation.resume(with: Result { try spawnAndWait(path, arguments, capture: capture, environment: environment) })
+            continuation.resume(with: Result { try spawnAndWait(path, arguments, capture: capture, environment: environment, killAfter: killAfter) })
         }
         thread.start()
     }
@@ -38,7 +42,7 @@ public struct SpawnError: Error, CustomStringConvertible {
     public init(description: String) { self.description = description }
 }
 
-private func spawnAndWait(_ path: String, _ arguments: [String], capture: Bool, environment: [String: String]) throws -> ChildResult {
+private func spawnAndWait(_ path: String, _ arguments: [String], capture: Bool, environment: [String: String], killAfter: Duration?) throws -> ChildResult {
     var outPipe: [Int32] = [-1, -1]
     var errPipe: [Int32] = [-1, -1]
     if capture {
@@ -73,6 +77,19 @@ private func spawnAndWait(_ path: String, _ arguments: [String], capture: Bool, 
         if capture { close(outPipe[0]); close(errPipe[0]) }
         throw SpawnError(description: "cannot start \(path): \(String(cString: strerror(spawned)))")
     }
+    // The kill and the reaping exclude each other, so a reaped pid (which the
+    // system may give to another process) is never signalled.
+    let reaped = Mutex(false)
+    if let killAfter {
+        let (seconds, attoseconds) = killAfter.components
+        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        let child = pid
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
+            reaped.withLock { isReaped in
+                if !isReaped { kill(child, SIGKILL) }
+            }
+        }
+    }
     var output = Data()
     var error = Data()
     if capture {
@@ -95,7 +112,13 @@ private func spawnAndWait(_ path: String, _ arguments: [String], capture: Bool, 
         }
     }
     var status: Int32 = 0
-    while waitpid(pid, &status, 0) == -1, errno == EINTR {}
+    // Wait without reaping, then reap under the lock.
+    var info = siginfo_t()
+    while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == -1, errno == EINTR {}
+    reaped.withLock { isReaped in
+        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
+        isReaped = true
+    }
     let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     return ChildResult(status: exitStatus, output: String(decoding: output, as: UTF8.self), error: String(decoding: error, as: UTF8.self))
 }

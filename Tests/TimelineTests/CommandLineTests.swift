@@ -64,9 +64,52 @@ struct CommandLineTests {
         try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
             let folder = try Executables.temporaryFolder("timeline-cli")
             defer { try? FileManager.default.removeItem(at: folder) }
-            let empty = try await Self.timeline(["--post", " ", "--server", server.baseURL.absoluteString, "--cache", folder.appending(path: "c.sqlite").path])
+            let cache = folder.appending(path: "c.sqlite").path
+            let empty = try await Self.timeline(["--post", " ", "--server", server.baseURL.absoluteString, "--cache", cache])
             #expect(empty.status == 1)
-            #expect(empty.output.contains("text must be 1 to 280 characters"), "\(empty.output)")
+            #expect(empty.output.contains(#"post " ": not sent — text must be 1 to 280 characters"#), "\(empty.output)")
+            // The refused post shows once in the timeline, with the reason, then leaves it.
+            let shown = try await Self.timeline(["--once", "--server", server.baseURL.absoluteString, "--cache", cache])
+            #expect(shown.output.contains("✗ @you"), "\(shown.output)")
+            #expect(shown.output.contains("not sent: text must be 1 to 280 characters"), "\(shown.output)")
+            let gone = try await Self.timeline(["--once", "--server", server.baseURL.absoluteString, "--cache", cache])
+            #expect(!gone.output.contains("✗"), "\(gone.output)")
+        }
+        for (grace, message) in [("-1", "--grace must be between 0 and 3600 seconds"), ("abc", "--grace"), ("nan", "--grace must be between 0 and 3600 seconds")] {
+            let run = try await Self.timeline(["--post", "x", "--grace=\(grace)"])
+            #expect(run.status != 0)
+            #expect(run.error.contains(message), "\(grace): \(run.error)")
+        }
+    }
+
+    /// A post written with no network is durable at once (exit 0) and says
+    /// "queued"; `--once` with no network shows it pending and exits 1 in one
+    /// sentence; with the server back, `--once` sends it first, exactly once.
+    /// Without `--link`, nothing but the app's own requests reaches the server.
+    @Test func aPostWrittenOfflineIsQueuedThenSentByOnce() async throws {
+        let folder = try Executables.temporaryFolder("timeline-cli")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = folder.appending(path: "cache.sqlite").path
+        let nowhere = "http://127.0.0.1:9"
+        let post = try await Self.timeline(["--post", "written offline", "--server", nowhere, "--cache", cache, "--grace", "0.5"])
+        #expect(post.status == 0, "\(post.error)")
+        #expect(post.output.contains(#"post "written offline": queued: will be sent when online"#), "\(post.output)")
+
+        let offline = try await Self.timeline(["--once", "--server", nowhere, "--cache", cache])
+        #expect(offline.status == 1)
+        #expect(offline.output.contains("◌ @you  written offline"), "\(offline.output)")
+        #expect(offline.error.hasPrefix("1 post stays queued, to be sent when online ("), "\(offline.error)")
+        #expect(offline.error.split(separator: "\n").count == 1, "one sentence: \(offline.error)")
+
+        try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
+            let online = try await Self.timeline(["--once", "--server", server.baseURL.absoluteString, "--cache", cache])
+            #expect(online.status == 0, "\(online.error)")
+            #expect(online.output.contains("@you  written offline"), "\(online.output)")
+            #expect(!online.output.contains("◌"), "\(online.output)")
+            let (data, _) = try await URLSession.shared.data(from: server.baseURL.appending(path: "timeline"))
+            #expect(try JSONDecoder().decode([TimelinePost].self, from: data).filter { $0.text == "written offline" }.count == 1)
+            let (stats, _) = try await URLSession.shared.data(from: server.baseURL.appending(path: "_stats"))
+            #expect(try JSONDecoder().decode(DemoServer.Stats.self, from: stats).requests["POST /_control", default: 0] == 0)
         }
     }
 }

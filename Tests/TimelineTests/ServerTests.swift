@@ -1,3 +1,4 @@
+import CLITestSupport
 import DemoServer
 import Depot
 import DepotAsyncHTTPClient
@@ -23,13 +24,6 @@ struct ServerTests {
         configuration.monitor = TimelineApp.monitorConfiguration
         configuration.qualityRules = TimelineApp.qualityRules
         return NetworkController(configuration: configuration)
-    }
-
-    /// The server's requests for one route, such as `POST /posts`.
-    static func requests(_ route: String, on server: DemoServer) async throws -> Int {
-        let (data, _) = try await URLSession.shared.data(from: server.baseURL.appending(path: "_stats"))
-        let stats = try JSONDecoder().decode(DemoServer.Stats.self, from: data)
-        return stats.requests[route, default: 0]
     }
 
     /// The texts on the server's timeline.
@@ -70,46 +64,68 @@ struct ServerTests {
         }
     }
 
-    @Test func aPostIsCachedAndA422SaysWhy() async throws {
-        try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
-            let controller = try Self.controller(for: server)
-            let post = try await controller.perform(CreatePost(text: "Posting from the tunnel.", author: "tester", idempotencyKey: "k-1"))
-            #expect(post.author == "tester")
-            let store = try #require(controller.store)
-            #expect(try await store.read { db in try TimelinePost.fetchOne(db, key: post.id) } == post)
-
-            let error = await #expect(throws: DepotError.self) { try await controller.perform(CreatePost(text: "", idempotencyKey: "k-2")) }
-            #expect(error?.status == 422)
-            #expect(error?.description == "CreatePost failed: server answered 422 Unprocessable Content (body: \"text must be 1 to 280 characters\")")
-            _ = await controller.shutdown(grace: .seconds(1))
-        }
+    /// The pending rows the timeline shows, as `(text, rejection)`.
+    static func pending(_ app: TimelineApp) throws -> [String] {
+        try app.entries.performFetch()
+        return app.entries.fetchedObjects.filter(\.isPending).map { $0.text + ($0.rejection.map { " ✗ \($0)" } ?? "") }
     }
 
-    /// A double press sends one request: the second press of the same draft
-    /// joins the first. A third press after it went out gets the same post
-    /// back from the server; only a new draft is a new post.
-    @Test func aDoublePressPostsOnce() async throws {
+    /// A post shows at once as pending; the server's post replaces the
+    /// pending row in one change; a 422 keeps the row with the server's reason.
+    @Test func aPostIsPendingThenTheServersPostAndA422SaysWhy() async throws {
         try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
             let controller = try Self.controller(for: server)
             let app = try TimelineApp(controller: controller, author: "tester")
-            let draft = TimelineApp.Draft(text: "only once")
-            let first = app.post(draft)
-            let second = app.post(draft)
-            #expect(first.id != second.id)
-            await app.waitForPosts()
-            #expect(try await Self.requests("POST /posts", on: server) == 1, "the second press joined the first request")
+            let ticket = try await app.post("Posting from the tunnel.")
+            let answer = try await ticket.outcome().get()
+            let post = try answer.decode(TimelinePost.self)
+            #expect(post.author == "tester")
+            let store = try #require(controller.store)
+            #expect(try await store.read { db in try TimelinePost.fetchOne(db, key: post.id) } == post)
+            #expect(try await store.read { db in try PendingPost.fetchCount(db) } == 0, "the pending row became the server's post")
+            try app.entries.performFetch()
+            #expect(app.entries.fetchedObjects.first?.id == post.id)
 
-            app.post(draft)
-            await app.waitForPosts()
-            let ids = app.sentPosts.compactMap { if case .sent(let post) = $0.state { post.id } else { nil } }
-            #expect(ids.count == 3 && Set(ids).count == 1, "every press got the same post: \(ids)")
-            #expect(try await Self.requests("POST /posts", on: server) == 2)
-            #expect(try await Self.serverTexts(server).filter { $0 == "only once" }.count == 1, "the server replayed its first answer")
+            let refused = try await app.post("")
+            guard case .failure(let error) = await refused.outcome() else {
+                Issue.record("an empty post was accepted")
+                return
+            }
+            #expect(error.status == 422)
+            #expect(error.description == "CreatePost failed: server answered 422 Unprocessable Content (body: \"text must be 1 to 280 characters\")")
+            #expect(try Self.pending(app) == [" ✗ text must be 1 to 280 characters"])
+            try await app.dismissRejected()
+            #expect(try Self.pending(app).isEmpty)
+            _ = await app.shutdown(grace: .seconds(1))
+        }
+    }
 
-            // A new draft with the same words is a new post.
-            app.post("only once")
-            await app.waitForPosts()
-            #expect(try await Self.serverTexts(server).filter { $0 == "only once" }.count == 2)
+    /// Posts written offline show at once and stay queued; once the server is
+    /// reachable, they go out in the order written, each exactly once.
+    @Test func postsWrittenOfflineGoOutInOrderOnceOnline() async throws {
+        let folder = try Executables.temporaryFolder("timeline-outbox")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appending(path: "cache.sqlite").path
+        do {
+            var configuration = NetworkController.Configuration(baseURL: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), notificationCenter: nil)
+            let store = try Store(path: path, migrator: TimelineSchema.migrator)
+            configuration.store = store
+            let app = try TimelineApp(controller: NetworkController(configuration: configuration), author: "tester", waitsForNetwork: false)
+            for text in ["first offline", "second offline"] { try await app.post(text) }
+            #expect(try Self.pending(app) == ["second offline", "first offline"], "newest on top, at once")
+            #expect(await app.sendPending() == 2)
+            _ = await app.shutdown(grace: .zero)
+            #expect(app.sentPosts.allSatisfy { $0.isQueued })
+            try store.close()
+        }
+        try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
+            var configuration = NetworkController.Configuration(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil)
+            configuration.store = try Store(path: path, migrator: TimelineSchema.migrator)
+            let app = try TimelineApp(controller: NetworkController(configuration: configuration), author: "tester", waitsForNetwork: false)
+            #expect(await app.sendPending() == 0)
+            #expect(try Self.pending(app).isEmpty)
+            let texts = try await Self.serverTexts(server)
+            #expect(texts.filter { $0.hasSuffix(" offline") } == ["second offline", "first offline"], "in order, once each: \(texts)")
             _ = await app.shutdown(grace: .seconds(1))
         }
     }
@@ -134,11 +150,12 @@ struct ServerTests {
             control.httpBody = Data(#"{"route": "/posts", "dropResponses": 1}"#.utf8)
             _ = try await URLSession.shared.data(for: control)
 
-            let post = try await controller.perform(CreatePost(text: "through the tunnel", author: "tester", idempotencyKey: "draft-1"))
+            let app = try TimelineApp(controller: controller, author: "tester")
+            let post = try await app.post("through the tunnel").outcome().get().decode(TimelinePost.self)
             #expect(post.text == "through the tunnel")
             #expect(await retries.value == 1, "the first answer was lost, so it was sent again")
             #expect(try await Self.serverTexts(server).filter { $0 == "through the tunnel" }.count == 1, "posted once")
-            _ = await controller.shutdown(grace: .seconds(1))
+            _ = await app.shutdown(grace: .seconds(1))
         }
     }
 }

@@ -100,6 +100,12 @@ public protocol Mutation: Sendable {
     /// Default: a 409 whose body mentions the idempotency key (depot-server's
     /// answer to a concurrent duplicate).
     func isStillProcessing(_ response: NetworkResponse) -> Bool
+
+    /// The error an answer that is not a 2xx becomes: what ``rollback(_:_:)``
+    /// and the outbox's status show. Default: `DepotError.forStatus` with an
+    /// excerpt of the body; override it to read the server's error format
+    /// (field errors of a 422, say) into one sentence.
+    func error(for response: NetworkResponse) -> DepotError
 }
 
 extension Mutation {
@@ -110,5 +116,9 @@ extension Mutation {
 
     public func isStillProcessing(_ response: NetworkResponse) -> Bool {
         response.status == 409 && response.text.localizedCaseInsensitiveContains("idempotency")
+    }
+
+    public func error(for response: NetworkResponse) -> DepotError {
+        DepotError.forStatus(response.status, body: response.body, operation: Self.typeName)
     }
 }

@@ -97,8 +97,9 @@ extension Outbox {
                 }
                 await changed(key, .willRetry)
                 // Shutting down: it stays queued for the next launch rather
-                // than hold the grace through a backoff.
-                if controller.isShutDown {
+                // than hold the grace through a backoff. A one-shot tool
+                // stops here too, and says "queued".
+                if controller.isShutDown || !waitsForNetwork {
                     state.withLock { $0.running[lane] = nil }
                     return
                 }
@@ -139,7 +140,7 @@ extension Outbox {
         let response: NetworkResponse
         do {
             // Admitted during the shutdown grace too: queued sends get it, one after another.
-            response = try await controller.perform(OutboxDelivery(mutation: mutation, idempotencyKey: entry.idempotencyKey), admittedDuringGrace: true)
+            response = try await controller.perform(OutboxDelivery(mutation: mutation, idempotencyKey: entry.idempotencyKey, waitsForNetwork: waitsForNetwork), admittedDuringGrace: true)
         } catch {
             switch error.code {
             case .cancelled, .shutDown:
@@ -168,7 +169,7 @@ extension Outbox {
             resolve(key, .success(response), step: .committed)
             return .decided(.committed)
         }
-        let error = DepotError.forStatus(status, body: response.body, operation: M.typeName)
+        let error = mutation.error(for: response)
         if mutation.isStillProcessing(response) || status == 408 || status == 429 || status >= 500 {
             return .again(error)
         }
@@ -231,6 +232,7 @@ struct OutboxDelivery<M: Mutation>: NetworkOperation {
 
     let mutation: M
     let idempotencyKey: String
+    let waitsForNetwork: Bool
 
     var request: NetworkRequest {
         var request = mutation.request
@@ -245,8 +247,9 @@ struct OutboxDelivery<M: Mutation>: NetworkOperation {
     /// A send in flight gets the grace at exit; what is left stays queued.
     var exitPolicy: ExitPolicy { .finish }
     var coalescing: Coalescing { .key("outbox \(idempotencyKey)") }
-    /// Offline, it waits in the controller's queue and goes when the network is back.
-    var offlineBehavior: OfflineBehavior { .waitForConnectivity }
+    /// Offline, it waits in the controller's queue and goes when the network
+    /// is back (or, for a one-shot tool, fails at once and stays queued).
+    var offlineBehavior: OfflineBehavior { waitsForNetwork ? .waitForConnectivity : .failFast }
     /// The key makes every method safe to repeat after a lost connection.
     var retryPolicy: RetryPolicy? {
         RetryPolicy(methods: [.get, .head, .put, .delete, .options, .post, .patch])

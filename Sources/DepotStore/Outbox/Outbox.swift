@@ -45,6 +45,9 @@ public final class Outbox: Sendable {
     public let controller: NetworkController
 
     let types: [String: any Mutation.Type]
+    /// Whether lanes wait out offline spells and failures (apps), or stop at
+    /// the first attempt without a final answer (one-shot tools).
+    let waitsForNetwork: Bool
     let state = Mutex(State())
 
     struct State {
@@ -84,9 +87,16 @@ public final class Outbox: Sendable {
     ///   - controller: The controller that sends.
     ///   - types: Every mutation type that may be queued, so that a later
     ///     launch can rebuild what an earlier one stored.
-    public init(store: Store, controller: NetworkController, types: [any Mutation.Type]) {
+    ///   - waitsForNetwork: `true` (apps): a send waits in the controller's
+    ///     queue while offline, and an attempt without a final answer (5xx,
+    ///     429, a lost connection) is tried again after a backoff. `false`
+    ///     (one-shot tools): such an attempt leaves its entry queued and stops
+    ///     its lane until the next ``start()`` or ``send(_:)``, so that
+    ///     ``waitUntilIdle()`` returns and the tool can say "queued".
+    public init(store: Store, controller: NetworkController, types: [any Mutation.Type], waitsForNetwork: Bool = true) {
         self.store = store
         self.controller = controller
+        self.waitsForNetwork = waitsForNetwork
         let types = Dictionary(types.map { ($0.typeName, $0) }, uniquingKeysWith: { first, _ in first })
         self.types = types
         store.mutationTypes.withLock { $0.merge(types) { first, _ in first } }
