@@ -9,7 +9,9 @@ import Synchronization
 /// Lists answer `{"items": [...], "page": N, "per_page": M, "total": T}`;
 /// validation errors answer 422 with `{"errors": {"field": ["message"]}}`, and
 /// errors that belong to no field (a missing record) use the field `base`, as Rails does.
-/// A task without a due date is due "as soon as possible".
+/// A task without a due date is due "as soon as possible". Every write
+/// (`POST /contacts`, `POST /comments`, `DELETE /comments/:id`, `POST /tasks`,
+/// `PUT /tasks/:id/complete`) honours `Idempotency-Key` (``IdempotencyKeys``).
 enum SenbeiRoutes {
     struct Entity: Codable, Sendable, Hashable {
         var id: Int
@@ -94,6 +96,8 @@ enum SenbeiRoutes {
 
     static func add(to router: Router<DemoRequestContext>, state: ServerState) {
         let store = Mutex(makeStore(seed: state.configuration.seed, today: state.now))
+        // Every write honours Idempotency-Key; a 401 comes first and claims no key.
+        let keys = IdempotencyKeys()
         let crm = router.group().add(middleware: BasicAuthMiddleware())
 
         crm.get("/profile") { _, _ in
@@ -119,20 +123,22 @@ enum SenbeiRoutes {
             }
         }
         crm.post("/contacts") { request, _ in
-            struct NewContact: Decodable { var name: String?; var email: String? }
-            let body = try? await decode(NewContact.self, request)
-            var errors: [String: [String]] = [:]
-            if (body?.name ?? "").trimmingCharacters(in: .whitespaces).isEmpty { errors["name"] = ["can't be blank"] }
-            if let email = body?.email, !email.contains("@") { errors["email"] = ["is invalid"] }
-            guard errors.isEmpty, let name = body?.name else { return try invalid(errors) }
-            let contact = store.withLock { store -> Entity in
-                store.nextID += 1
-                let contact = Entity(id: store.nextID, name: name, email: body?.email, company: nil)
-                store.lists["contacts", default: []].insert(contact, at: 0)
-                store.activities.insert(Activity(id: store.nextID, action: "created", subject: "contact \(name)"), at: 0)
-                return contact
+            try await keys.respond(to: request) { data in
+                struct NewContact: Decodable { var name: String?; var email: String? }
+                let body = try? decode(NewContact.self, data)
+                var errors: [String: [String]] = [:]
+                if (body?.name ?? "").trimmingCharacters(in: .whitespaces).isEmpty { errors["name"] = ["can't be blank"] }
+                if let email = body?.email, !email.contains("@") { errors["email"] = ["is invalid"] }
+                guard errors.isEmpty, let name = body?.name else { return try invalid(errors) }
+                let contact = store.withLock { store -> Entity in
+                    store.nextID += 1
+                    let contact = Entity(id: store.nextID, name: name, email: body?.email, company: nil)
+                    store.lists["contacts", default: []].insert(contact, at: 0)
+                    store.activities.insert(Activity(id: store.nextID, action: "created", subject: "contact \(name)"), at: 0)
+                    return contact
+                }
+                return try json(contact, status: .created)
             }
-            return try json(contact, status: .created)
         }
         crm.get("/comments") { request, _ in
             let pair = ["account", "contact", "lead", "opportunity", "campaign"].lazy
@@ -143,60 +149,68 @@ enum SenbeiRoutes {
             return try json(comments)
         }
         crm.post("/comments") { request, _ in
-            struct NewComment: Decodable { var commentableType: String?; var commentableId: Int?; var comment: String? }
-            let body = try? await decode(NewComment.self, request)
-            var errors: [String: [String]] = [:]
-            if (body?.comment ?? "").trimmingCharacters(in: .whitespaces).isEmpty { errors["comment"] = ["can't be blank"] }
-            if body?.commentableType == nil || body?.commentableId == nil { errors["commentable"] = ["is required"] }
-            guard errors.isEmpty, let body, let type = body.commentableType, let id = body.commentableId, let text = body.comment else { return try invalid(errors) }
-            let comment = store.withLock { store -> Comment in
-                store.nextID += 1
-                let comment = Comment(id: store.nextID, commentableType: type, commentableId: id, comment: text)
-                store.comments.append(comment)
-                store.activities.insert(Activity(id: store.nextID, action: "commented", subject: "\(type) \(id)"), at: 0)
-                return comment
+            try await keys.respond(to: request) { data in
+                struct NewComment: Decodable { var commentableType: String?; var commentableId: Int?; var comment: String? }
+                let body = try? decode(NewComment.self, data)
+                var errors: [String: [String]] = [:]
+                if (body?.comment ?? "").trimmingCharacters(in: .whitespaces).isEmpty { errors["comment"] = ["can't be blank"] }
+                if body?.commentableType == nil || body?.commentableId == nil { errors["commentable"] = ["is required"] }
+                guard errors.isEmpty, let body, let type = body.commentableType, let id = body.commentableId, let text = body.comment else { return try invalid(errors) }
+                let comment = store.withLock { store -> Comment in
+                    store.nextID += 1
+                    let comment = Comment(id: store.nextID, commentableType: type, commentableId: id, comment: text)
+                    store.comments.append(comment)
+                    store.activities.insert(Activity(id: store.nextID, action: "commented", subject: "\(type) \(id)"), at: 0)
+                    return comment
+                }
+                return try json(comment, status: .created)
             }
-            return try json(comment, status: .created)
         }
-        crm.delete("/comments/:id") { _, context in
-            let id = try context.parameters.require("id", as: Int.self)
-            let removed = store.withLock { store -> Bool in
-                let before = store.comments.count
-                store.comments.removeAll { $0.id == id }
-                return store.comments.count < before
+        crm.delete("/comments/:id") { request, context in
+            try await keys.respond(to: request) { _ in
+                let id = try context.parameters.require("id", as: Int.self)
+                let removed = store.withLock { store -> Bool in
+                    let before = store.comments.count
+                    store.comments.removeAll { $0.id == id }
+                    return store.comments.count < before
+                }
+                return removed ? Response(status: .noContent) : try invalidStatus(.notFound, ["base": ["there is no comment \(id)"]])
             }
-            return removed ? Response(status: .noContent) : try invalidStatus(.notFound, ["base": ["there is no comment \(id)"]])
         }
         crm.get("/tasks") { _, _ in
             try json(store.withLock { $0.tasks.filter { !$0.completed } })
         }
         crm.post("/tasks") { request, _ in
-            struct NewTask: Decodable { var name: String?; var due: String? }
-            let body = try? await decode(NewTask.self, request)
-            var errors: [String: [String]] = [:]
-            if (body?.name ?? "").trimmingCharacters(in: .whitespaces).isEmpty { errors["name"] = ["can't be blank"] }
-            if let due = body?.due, (try? Date(due, strategy: Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day())) == nil { errors["due"] = ["must be yyyy-MM-dd"] }
-            guard errors.isEmpty, let name = body?.name else { return try invalid(errors) }
-            let task = store.withLock { store -> CRMTask in
-                store.nextID += 1
-                let task = CRMTask(id: store.nextID, name: name, due: body?.due, completed: false)
-                store.tasks.append(task)
-                store.activities.insert(Activity(id: store.nextID, action: "created", subject: "task \(name)"), at: 0)
-                return task
+            try await keys.respond(to: request) { data in
+                struct NewTask: Decodable { var name: String?; var due: String? }
+                let body = try? decode(NewTask.self, data)
+                var errors: [String: [String]] = [:]
+                if (body?.name ?? "").trimmingCharacters(in: .whitespaces).isEmpty { errors["name"] = ["can't be blank"] }
+                if let due = body?.due, (try? Date(due, strategy: Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day())) == nil { errors["due"] = ["must be yyyy-MM-dd"] }
+                guard errors.isEmpty, let name = body?.name else { return try invalid(errors) }
+                let task = store.withLock { store -> CRMTask in
+                    store.nextID += 1
+                    let task = CRMTask(id: store.nextID, name: name, due: body?.due, completed: false)
+                    store.tasks.append(task)
+                    store.activities.insert(Activity(id: store.nextID, action: "created", subject: "task \(name)"), at: 0)
+                    return task
+                }
+                return try json(task, status: .created)
             }
-            return try json(task, status: .created)
         }
-        crm.put("/tasks/:id/complete") { _, context in
-            let id = try context.parameters.require("id", as: Int.self)
-            let task = store.withLock { store -> CRMTask? in
-                guard let index = store.tasks.firstIndex(where: { $0.id == id }) else { return nil }
-                store.tasks[index].completed = true
-                store.nextID += 1
-                store.activities.insert(Activity(id: store.nextID, action: "completed", subject: "task \(store.tasks[index].name)"), at: 0)
-                return store.tasks[index]
+        crm.put("/tasks/:id/complete") { request, context in
+            try await keys.respond(to: request) { _ in
+                let id = try context.parameters.require("id", as: Int.self)
+                let task = store.withLock { store -> CRMTask? in
+                    guard let index = store.tasks.firstIndex(where: { $0.id == id }) else { return nil }
+                    store.tasks[index].completed = true
+                    store.nextID += 1
+                    store.activities.insert(Activity(id: store.nextID, action: "completed", subject: "task \(store.tasks[index].name)"), at: 0)
+                    return store.tasks[index]
+                }
+                guard let task else { return try invalidStatus(.notFound, ["base": ["there is no task \(id)"]]) }
+                return try json(task)
             }
-            guard let task else { return try invalidStatus(.notFound, ["base": ["there is no task \(id)"]]) }
-            return try json(task)
         }
         crm.get("/activities") { _, _ in
             try json(store.withLock { $0.activities })
@@ -221,8 +235,7 @@ enum SenbeiRoutes {
         try json(["errors": errors], status: status)
     }
 
-    static func decode<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
-        let data = try await request.body.collect(upTo: 1 << 20)
+    static func decode<T: Decodable>(_ type: T.Type, _ data: ByteBuffer) throws -> T {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         return try decoder.decode(T.self, from: Data(data.readableBytesView))

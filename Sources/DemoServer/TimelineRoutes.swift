@@ -6,19 +6,13 @@ import NIOCore
 import Synchronization
 
 /// The Twitter-like routes of the Timeline example: the timeline, posting with
-/// an Idempotency-Key, and PNG avatars.
+/// an Idempotency-Key (``IdempotencyKeys``), and PNG avatars.
 enum TimelineRoutes {
     struct Post: Codable, Sendable, Hashable {
         var id: Int
         var author: String
         var text: String
         var avatar: String
-    }
-
-    struct Stored: Sendable {
-        var posts: [Post]
-        /// Idempotency key → the request body's hash and the response first given (nil while in flight).
-        var keys: [String: (body: String, response: (status: Int, body: Data)?)] = [:]
     }
 
     static func add(to router: Router<DemoRequestContext>, state: ServerState) {
@@ -29,66 +23,36 @@ enum TimelineRoutes {
             let author = Int(random.next() % UInt64(authors.count))
             return Post(id: id, author: authors[author], text: lines[Int(random.next() % UInt64(lines.count))], avatar: "/avatars/\(author + 1).png")
         }
-        let stored = Mutex(Stored(posts: initial))
+        let stored = Mutex(initial)
+        let keys = IdempotencyKeys()
 
         router.get("/timeline") { request, _ in
             let since = request.uri.queryParameters.get("since", as: Int.self) ?? 0
             let limit = max(1, min(request.uri.queryParameters.get("limit", as: Int.self) ?? 50, 200))
-            let posts = stored.withLock { Array($0.posts.filter { $0.id > since }.sorted { $0.id > $1.id }.prefix(limit)) }
+            let posts = stored.withLock { Array($0.filter { $0.id > since }.sorted { $0.id > $1.id }.prefix(limit)) }
             return try SenbeiRoutes.json(posts)
         }
 
         router.post("/posts") { request, _ in
-            let data = try await request.body.collect(upTo: 1 << 20)
-            let bodyText = String(buffer: data)
-            struct NewPost: Decodable { var text: String?; var author: String? }
-            let body = try? JSONDecoder().decode(NewPost.self, from: Data(bodyText.utf8))
-            let key = request.headers[HTTPField.Name("Idempotency-Key")!]
-
-            if let key {
-                enum Replay { case fresh, replay(Int, Data), conflict, mismatch }
-                let replay = stored.withLock { stored -> Replay in
-                    guard let previous = stored.keys[key] else {
-                        stored.keys[key] = (bodyText, nil)
-                        return .fresh
+            try await keys.respond(to: request) { data in
+                struct NewPost: Decodable { var text: String?; var author: String? }
+                let body = try? JSONDecoder().decode(NewPost.self, from: Data(buffer: data))
+                let status: HTTPResponse.Status
+                let payload: Data
+                if let text = body?.text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty, text.count <= 280 {
+                    let post = stored.withLock { posts -> Post in
+                        let post = Post(id: (posts.map(\.id).max() ?? 0) + 1, author: body?.author ?? "you", text: text, avatar: "/avatars/1.png")
+                        posts.append(post)
+                        return post
                     }
-                    guard previous.body == bodyText else { return .mismatch }
-                    guard let response = previous.response else { return .conflict }
-                    return .replay(response.status, response.body)
+                    payload = try SenbeiRoutes.encoder.encode(post)
+                    status = .created
+                } else {
+                    payload = try SenbeiRoutes.encoder.encode(["errors": ["text": ["must be 1 to 280 characters"]]])
+                    status = .unprocessableContent
                 }
-                switch replay {
-                case .fresh: break
-                case .replay(let status, let body):
-                    var response = Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
-                    response.headers[HTTPField.Name("Idempotent-Replayed")!] = "true"
-                    return response
-                case .conflict:
-                    return try SenbeiRoutes.invalidStatus(.conflict, ["idempotency_key": ["a request with this key is still in flight"]])
-                case .mismatch:
-                    return try SenbeiRoutes.invalid(["idempotency_key": ["was used with a different body"]])
-                }
+                return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: payload)))
             }
-
-            let response: Response
-            let status: Int
-            let payload: Data
-            if let text = body?.text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty, text.count <= 280 {
-                let post = stored.withLock { stored -> Post in
-                    let post = Post(id: (stored.posts.map(\.id).max() ?? 0) + 1, author: body?.author ?? "you", text: text, avatar: "/avatars/1.png")
-                    stored.posts.append(post)
-                    return post
-                }
-                payload = try SenbeiRoutes.encoder.encode(post)
-                status = 201
-            } else {
-                payload = try SenbeiRoutes.encoder.encode(["errors": ["text": ["must be 1 to 280 characters"]]])
-                status = 422
-            }
-            response = Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: payload)))
-            if let key {
-                stored.withLock { $0.keys[key]?.response = (status, payload) }
-            }
-            return response
         }
 
         router.get("/avatars/:file") { _, context in

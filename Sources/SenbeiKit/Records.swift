@@ -40,9 +40,12 @@ public struct Entity: Codable, Hashable, Sendable, Identifiable, FetchableRecord
     public var page: Int?
     /// Its place on that page, from 0; a contact created here goes before the first.
     public var position: Int
+    /// `.create` while a contact created here waits for the server (its ``id``
+    /// is temporary and negative until then); `nil` for the server's rows.
+    public var pending: PendingChange?
 
     /// Makes a record.
-    public init(kind: EntityKind, id: Int, name: String, email: String? = nil, company: String? = nil, page: Int? = nil, position: Int = 0) {
+    public init(kind: EntityKind, id: Int, name: String, email: String? = nil, company: String? = nil, page: Int? = nil, position: Int = 0, pending: PendingChange? = nil) {
         self.kind = kind
         self.id = id
         self.name = name
@@ -50,6 +53,7 @@ public struct Entity: Codable, Hashable, Sendable, Identifiable, FetchableRecord
         self.company = company
         self.page = page
         self.position = position
+        self.pending = pending
     }
 
     /// The table's name: `entity`.
@@ -119,21 +123,28 @@ public struct CRMComment: Codable, Hashable, Sendable, Identifiable, FetchableRe
     public var commentableId: Int
     /// What was said.
     public var text: String
+    /// `.create` while a comment posted here waits for the server (its ``id`` is
+    /// temporary and negative until then), `.delete` while its deletion does;
+    /// `nil` for the server's rows.
+    public var pending: PendingChange?
 
     /// Makes a comment.
-    public init(id: Int, commentableType: String, commentableId: Int, text: String) {
+    public init(id: Int, commentableType: String, commentableId: Int, text: String, pending: PendingChange? = nil) {
         self.id = id
         self.commentableType = commentableType
         self.commentableId = commentableId
         self.text = text
+        self.pending = pending
     }
 
     /// The table's name: `comment`.
     public static let databaseTableName = "comment"
 
-    /// The comments on `subject`, oldest first.
+    /// The comments on `subject`, oldest first: the server's by identifier, then
+    /// those posted here and not yet sent, in the order they were written.
     public static func on(_ subject: Commentable) -> QueryInterfaceRequest<CRMComment> {
-        CRMComment.filter(Column("commentableType") == subject.kind.singular && Column("commentableId") == subject.id).order(Column("id"))
+        CRMComment.filter(Column("commentableType") == subject.kind.singular && Column("commentableId") == subject.id)
+            .order(Column("id") < 0, abs(Column("id")))
     }
 }
 
@@ -145,22 +156,29 @@ public struct CRMTask: Codable, Hashable, Sendable, Identifiable, FetchableRecor
     public var name: String
     /// The day it is due, `yyyy-MM-dd`, or `nil` for "as soon as possible".
     public var due: String?
-    /// Whether it is done.
+    /// Whether it is done (on the server: a task marked done here stays open,
+    /// with ``pending`` `.complete`, until the server agrees).
     public var completed: Bool
+    /// `.create` while a task created here waits for the server (its ``id`` is
+    /// temporary and negative until then), `.complete` while its "done" does;
+    /// `nil` for the server's rows.
+    public var pending: PendingChange?
 
     /// Makes a task.
-    public init(id: Int, name: String, due: String? = nil, completed: Bool = false) {
+    public init(id: Int, name: String, due: String? = nil, completed: Bool = false, pending: PendingChange? = nil) {
         self.id = id
         self.name = name
         self.due = due
         self.completed = completed
+        self.pending = pending
     }
 
     /// The table's name: `task`.
     public static let databaseTableName = "task"
 
-    /// The tasks not done yet, by due day (undated first), then by identifier.
-    public static let open = CRMTask.filter(Column("completed") == false).order(Column("due"), Column("id"))
+    /// The tasks not done yet, by due day (undated first), then by identifier
+    /// (those created here and not yet sent last, in the order they were written).
+    public static let open = CRMTask.filter(Column("completed") == false).order(Column("due"), Column("id") < 0, abs(Column("id")))
 }
 
 /// Something that happened in the CRM: a row of the `activity` table, newest first.

@@ -62,9 +62,14 @@ public struct CachedRows<Row: Sendable & Hashable>: Sendable, Hashable {
 /// through the controller's operations; every answer is read back from the
 /// cache; every event is also posted as a notification (``SenbeiNotification``).
 ///
-/// Data work (category ``Depot/OperationCategory/senbei``) is held until a
-/// sign-in succeeds. A refused sign-in (401), or a 401 on any later request,
-/// posts `senbeiDidFailLogin` and cancels everything queued in the category.
+/// Changes go through ``outbox``: each is stored and shown in the cache before
+/// any byte leaves, and sent when it can be, on this launch or a later one
+/// (see ``SenbeiMutation`` and ``createTask(name:due:)``).
+///
+/// Data work (category ``Depot/OperationCategory/senbei``), changes included,
+/// is held until a sign-in succeeds. A refused sign-in (401), or a 401 on any
+/// later request, posts `senbeiDidFailLogin` and cancels everything queued in
+/// the category (queued changes stay in the outbox for the next sign-in).
 ///
 /// For example:
 ///
@@ -74,7 +79,9 @@ public struct CachedRows<Row: Sendable & Hashable>: Sendable, Hashable {
 ///                                                     adapters: [credentials.adapter(for: server)])
 /// configuration.store = try Store(path: cacheFile.path, migrator: SenbeiSchema.migrator)
 /// let app = try SenbeiApp(controller: NetworkController(configuration: configuration), credentials: credentials)
+/// try await app.start()                                   // send what earlier launches queued
 /// let page = try await app.loadPage(.contacts, page: 2)   // from the cache when younger than 5 minutes
+/// _ = await app.shutdown(grace: .seconds(5))
 /// ```
 @MainActor
 @Observable
@@ -83,6 +90,9 @@ public final class SenbeiApp {
     public let controller: NetworkController
     /// The cache the operations write to.
     public let store: Store
+    /// The durable queue of the user's changes, in ``store``, with every
+    /// type in ``mutationTypes`` registered.
+    public let outbox: Outbox
     /// Where Senbei's notifications are posted.
     public let notificationCenter: NotificationCenter
     /// Who is signed in, once a sign-in succeeded; `nil` again after a 401.
@@ -101,8 +111,13 @@ public final class SenbeiApp {
     /// How many sign-ins have succeeded: tells a refusal of an older session's
     /// credentials from a refusal of the current ones.
     @ObservationIgnored private(set) var signIns = 0
+    /// Whether a refused sign-in cancelled the changes being sent: the next
+    /// sign-in starts the outbox's lanes again.
+    @ObservationIgnored var changesStopped = false
 
-    /// Makes the model and holds data work until a sign-in.
+    /// Makes the model and its outbox (on the controller's store), and holds
+    /// data work until a sign-in. Call ``start()`` to send what earlier
+    /// launches queued, and end with ``shutdown(grace:)``.
     ///
     /// - Parameters:
     ///   - controller: The controller; its configuration needs a `store` opened
@@ -116,6 +131,7 @@ public final class SenbeiApp {
         }
         self.controller = controller
         self.store = store
+        self.outbox = Outbox(store: store, controller: controller, types: Self.mutationTypes)
         self.credentials = credentials
         self.notificationCenter = notificationCenter ?? controller.configuration.notificationCenter ?? .default
         controller.pause(category: .senbei)
@@ -173,6 +189,7 @@ public final class SenbeiApp {
             signIns += 1
             controller.resume(category: .senbei)
             post(.senbeiDidLogin, payload: profile)
+            await resumeChanges()
             return profile
         } catch {
             let superseded = credentials.generation != generation
@@ -199,6 +216,7 @@ public final class SenbeiApp {
         profile = nil
         controller.pause(category: .senbei)
         controller.cancel(category: .senbei)
+        changesStopped = true
         post(.senbeiDidFailLogin, error: error)
     }
 
@@ -269,18 +287,20 @@ public final class SenbeiApp {
         if !fresh {
             (source, lastSynced) = try await fetch(operation, lastSynced: lastSynced)
         }
-        let (info, items) = try await store.read { db in
-            (try PageInfo.fetchOne(db, key: ["kind": kind.rawValue, "page": operation.page]), try Entity.onPage(kind, operation.page).fetchAll(db))
+        let (stored, items, created) = try await store.read { db in
+            (try PageInfo.fetchOne(db, key: ["kind": kind.rawValue, "page": operation.page]), try Entity.onPage(kind, operation.page).fetchAll(db),
+             try Entity.filter(Column("kind") == kind.rawValue && Column("pending") == PendingChange.create).fetchCount(db))
         }
-        let result = EntityPage(
-            info: info ?? PageInfo(kind: kind, page: operation.page, perPage: operation.perPage, total: items.count),
-            items: items, source: source, lastSynced: lastSynced)
+        // Records created here and not yet sent are part of the list, as the server will have them.
+        var info = stored ?? PageInfo(kind: kind, page: operation.page, perPage: operation.perPage, total: items.count - created)
+        info.total += created
+        let result = EntityPage(info: info, items: items, source: source, lastSynced: lastSynced)
         if source == .network { post(SenbeiNotification.didRetrieve(kind), payload: result, entity: kind) }
         return result
     }
 
     /// Failures that mean "no server to ask right now", as opposed to a server's answer.
-    private static func isUnreachable(_ error: DepotError) -> Bool {
+    static func isUnreachable(_ error: DepotError) -> Bool {
         [.offline, .connectionLost, .timedOut].contains(error.code)
     }
 
@@ -325,31 +345,6 @@ public final class SenbeiApp {
         }
     }
 
-    /// Marks the task done on the server and in the cache. Posts `senbeiDidMarkTaskAsDone`.
-    @discardableResult
-    public func markTaskDone(id: Int) async throws(DepotError) -> CRMTask {
-        let task = try await run(MarkTaskDone(id: id))
-        post(.senbeiDidMarkTaskAsDone, payload: task, entity: task.id)
-        return task
-    }
-
-    /// Creates a task (due "as soon as possible" without `due`). Posts `senbeiDidCreateTask`.
-    /// - Parameter due: `yyyy-MM-dd`; the server refuses other forms with a 422.
-    @discardableResult
-    public func createTask(name: String, due: String? = nil) async throws(DepotError) -> CRMTask {
-        let task = try await run(CreateTask(name: name, due: due))
-        post(.senbeiDidCreateTask, payload: task, entity: task.id)
-        return task
-    }
-
-    /// Creates a contact. Posts `senbeiDidCreateContact`.
-    @discardableResult
-    public func createContact(name: String, email: String? = nil) async throws(DepotError) -> Entity {
-        let contact = try await run(CreateContact(name: name, email: email))
-        post(.senbeiDidCreateContact, payload: contact, entity: contact.id)
-        return contact
-    }
-
     /// Fetches the comments on `subject`, then returns them from the cache.
     /// Posts `senbeiDidRetrieveComments` when the server answered. With no
     /// server to ask, returns the comments fetched last (`.offline`).
@@ -357,20 +352,6 @@ public final class SenbeiApp {
         let comments = try await loadCached(FetchComments(on: subject)) { db in try CRMComment.on(subject).fetchAll(db) }
         if comments.source == .network { post(.senbeiDidRetrieveComments, payload: comments.rows, entity: subject) }
         return comments
-    }
-
-    /// Posts a comment on `subject`. Posts `senbeiDidPostComment`.
-    @discardableResult
-    public func postComment(on subject: Commentable, text: String) async throws(DepotError) -> CRMComment {
-        let comment = try await run(PostComment(on: subject, text: text))
-        post(.senbeiDidPostComment, payload: comment, entity: subject)
-        return comment
-    }
-
-    /// Deletes a comment. Posts `senbeiDidDeleteComment`.
-    public func deleteComment(id: Int) async throws(DepotError) {
-        let id = try await run(DeleteComment(id: id))
-        post(.senbeiDidDeleteComment, payload: id, entity: id)
     }
 
     /// Fetches the activity stream, then returns it from the cache, newest first.

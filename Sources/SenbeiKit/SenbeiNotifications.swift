@@ -26,6 +26,15 @@ import Foundation
 //
 // Lists are announced when they come from the server, not when a fresh cache
 // answers. Cancellations are not failures: nothing is posted for them.
+//
+// Changes (the five `senbeiDid…` for tasks, contacts and comments) are
+// announced when the server accepted them, which may be long after the call
+// that queued them returned (``SenbeiApp/createTask(name:due:)`` returns once
+// the change is stored). A change the server refused posts
+// `senbeiDidFailWithError`, with the change type's name (`CreateTask`) as
+// `operation`, after its rollback. Only changes queued or retried by this
+// process are announced: one an earlier launch queued shows in the cache when
+// it is sent, and a refusal of it is kept in ``SenbeiApp/rejectedChanges()``.
 
 extension Notification.Name {
     /// A page of accounts arrived from the server.

@@ -37,12 +37,65 @@ public enum SenbeiPresentation {
         (rows.source == .offline ? [offlineNote(lastSynced: rows.lastSynced, now: now)] : []) + lines(rows.rows)
     }
 
-    /// One record: its identifier, name, e-mail and company in columns.
+    /// One record: its identifier, name, e-mail and company in columns. A
+    /// record created here and not yet sent says so instead of an identifier
+    /// and a company: `new    Zoe Quinn … ◌ sending…`.
     public static func entityLine(_ entity: Entity) -> String {
-        let id = pad("#\(entity.id)", 7)
+        let id = pad(identifier(entity.id, entity.pending), 7)
         let name = pad(entity.name, 32)
         let email = pad(entity.email ?? "", 30)
-        return (id + name + email + (entity.company ?? "")).trimmingTrailingSpaces
+        return (id + name + email + (entity.pending.map(mark) ?? entity.company ?? "")).trimmingTrailingSpaces
+    }
+
+    /// How a pending change is marked in the lists: `◌ sending…`,
+    /// `◌ marking done…`, `◌ deleting…`.
+    public static func mark(_ change: PendingChange) -> String {
+        switch change {
+        case .create: "◌ sending…"
+        case .complete: "◌ marking done…"
+        case .delete: "◌ deleting…"
+        }
+    }
+
+    /// `#12`, or `new` for a record created here (its identifier is temporary).
+    private static func identifier(_ id: Int, _ pending: PendingChange?) -> String {
+        pending == .create ? "new" : "#\(id)"
+    }
+
+    /// What a change that could not be sent yet says:
+    /// `Task "Call Ann" queued: will be sent when online (outbox entry #3).`
+    ///
+    /// - Parameters:
+    ///   - what: The change, as a sentence's subject (`Task "Call Ann"`).
+    ///   - entry: Its outbox entry.
+    public static func queuedLine(_ what: String, entry: OutboxEntry.ID) -> String {
+        "\(what) queued: will be sent when online (outbox entry \(entry))."
+    }
+
+    /// A change the server refused after it was queued, in one sentence:
+    /// `Not saved: new task " ": name can't be blank.`
+    public static func rejectionLine(_ rejected: RejectedChange) -> String {
+        "Not saved: \(rejected.summary): \(rejected.reason)" + (rejected.reason.hasSuffix(".") ? "" : ".")
+    }
+
+    /// The outbox: a count, then one line per entry (its number, state, type,
+    /// lane, attempts and last error).
+    ///
+    /// ```
+    /// 2 changes in the outbox:
+    ///   #1  pending  senbei.newTask.v1  lane senbei.task.new-17652…  0 attempts
+    ///   #2  failed   senbei.newTask.v1  lane senbei.task.new-17653…  0 attempts  last error: it cannot be rebuilt: …
+    /// ```
+    public static func outboxLines(_ entries: [OutboxEntry]) -> [String] {
+        guard !entries.isEmpty else { return ["The outbox is empty: every change was sent."] }
+        let heading = entries.count == 1 ? "1 change in the outbox:" : "\(entries.count) changes in the outbox:"
+        let typeWidth = (entries.map(\.typeName.count).max() ?? 0) + 2
+        let laneWidth = (entries.map(\.lane.count).max() ?? 0) + 7
+        return [heading] + entries.map { entry in
+            let attempts = entry.attempts == 1 ? "1 attempt" : "\(entry.attempts) attempts"
+            let line = "  " + pad("\(entry.id)", 5) + pad("\(entry.state)", 9) + pad(entry.typeName, typeWidth) + pad("lane \(entry.lane)", laneWidth) + attempts
+            return line + (entry.lastError.map { "  last error: \($0)" } ?? "")
+        }
     }
 
     /// Search results: a count line, then one line per contact.
@@ -60,6 +113,7 @@ public enum SenbeiPresentation {
     ///   #1  Call Ann Smith (due 2025-12-29)
     /// Due ASAP
     ///   #11  Send quote
+    ///   new  Send the contract  ◌ sending…
     /// ```
     public static func taskLines(_ groups: [TaskGroup]) -> [String] {
         guard !groups.isEmpty else { return ["No open tasks."] }
@@ -67,7 +121,8 @@ public enum SenbeiPresentation {
         for group in groups {
             lines.append("\(group.bucket.title) (\(group.tasks.count))")
             for task in group.tasks {
-                lines.append("  " + pad("#\(task.id)", 7) + task.name + (task.due.map { " (due \($0))" } ?? ""))
+                let line = "  " + pad(identifier(task.id, task.pending), 7) + task.name + (task.due.map { " (due \($0))" } ?? "")
+                lines.append(line + (task.pending.map { "  " + mark($0) } ?? ""))
             }
         }
         return lines
@@ -76,7 +131,9 @@ public enum SenbeiPresentation {
     /// The comments on a record, oldest first.
     public static func commentLines(_ comments: [CRMComment], on subject: Commentable) -> [String] {
         guard !comments.isEmpty else { return ["No comments on \(subject)."] }
-        return ["Comments on \(subject):"] + comments.map { "  " + pad("#\($0.id)", 8) + $0.text }
+        return ["Comments on \(subject):"] + comments.map { comment in
+            "  " + pad(identifier(comment.id, comment.pending), 8) + comment.text + (comment.pending.map { "  " + mark($0) } ?? "")
+        }
     }
 
     /// The activity stream, newest first.

@@ -3,7 +3,9 @@ import DepotStore
 import GRDB
 
 /// The Senbei cache's schema: the `entity`, `entityPage`, `comment`, `task` and
-/// `activity` tables.
+/// `activity` tables, and for changes made here (see ``SenbeiMutation``) the
+/// `pending` column of `entity`, `comment` and `task` and the `rejectedChange`
+/// table. The outbox's own table is created by the store.
 ///
 /// For example:
 ///
@@ -54,6 +56,19 @@ public enum SenbeiSchema {
                 t.column("action", .text).notNull()
                 t.column("subject", .text).notNull()
                 t.column("position", .integer).notNull().indexed()
+            }
+        }
+        // Changes go through the outbox: a row the user created or changed here
+        // says so (`pending`) until the server's answer replaces or undoes it, and a
+        // change the server refused is kept with its reason until it was shown.
+        migrator.registerMigration("senbei-v2-outbox") { db in
+            for table in [Entity.databaseTableName, CRMComment.databaseTableName, CRMTask.databaseTableName] {
+                try db.alter(table: table) { t in t.add(column: "pending", .text) }
+            }
+            try db.create(table: RejectedChange.databaseTableName) { t in
+                t.primaryKey("id", .integer)
+                t.column("summary", .text).notNull()
+                t.column("reason", .text).notNull()
             }
         }
         return migrator

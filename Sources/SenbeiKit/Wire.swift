@@ -87,12 +87,12 @@ enum Wire {
 /// The server's reasons for refusing a request, from its
 /// `{"errors": {"name": ["can't be blank"]}}` body (422, and 404 for a missing record).
 ///
-/// It travels as the ``Depot/DepotError/underlying`` error; read it with
-/// ``Depot/DepotError/validationErrors``:
+/// It travels as the ``Depot/DepotError/underlying`` error (also for a change
+/// the outbox rolled back); read it with ``Depot/DepotError/validationErrors``:
 ///
 /// ```swift
 /// do {
-///     try await app.createContact(name: "")
+///     _ = try await app.outcome(of: app.createContact(name: ""))
 /// } catch {
 ///     print(error.validationErrors?.fullMessages ?? [])   // ["name can't be blank"]
 /// }
@@ -141,5 +141,26 @@ enum SenbeiResponse {
             error.detail = reasons.description
         }
         throw error
+    }
+
+    /// An error the outbox reports for a refused change, with the server's
+    /// `errors` body (kept in its ``Depot/DepotError/bodyExcerpt``) as the
+    /// underlying ``ValidationErrors``, as ``validate(_:operation:acceptsNotModified:)``
+    /// gives it, and the operation named `operation`.
+    static func enrich(_ error: DepotError, operation: String?) -> DepotError {
+        var error = error
+        if let operation { error.operation = operation }
+        if error.underlying == nil, let excerpt = error.bodyExcerpt, let reasons = ValidationErrors(body: Data(excerpt.utf8)) {
+            error.underlying = reasons
+            error.detail = reasons.description
+        }
+        return error
+    }
+
+    /// Why a change was refused, in the server's words when it gave some
+    /// (`name can't be blank`), else Depot's description of the failure.
+    static func reason(for error: DepotError) -> String {
+        let enriched = enrich(error, operation: nil)
+        return enriched.validationErrors?.description ?? enriched.description
     }
 }

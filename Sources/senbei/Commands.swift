@@ -85,8 +85,10 @@ struct CommentCommand: AsyncParsableCommand {
     @MainActor func run() async throws {
         guard let subject = about.subject else { return }
         try await Session.run(options) { session in
-            let comment = try await session.withLogin { try await session.app.postComment(on: subject, text: text) }
-            session.print(["Posted comment #\(comment.id) on \(subject)."])
+            let change = try await session.app.postComment(on: subject, text: text)
+            try await session.finish(change, queued: "Comment on \(subject)") { comment in
+                "Posted comment #\(comment.id) on \(subject)."
+            }
         }
     }
 }
@@ -98,8 +100,8 @@ struct UncommentCommand: AsyncParsableCommand {
 
     @MainActor func run() async throws {
         try await Session.run(options) { session in
-            try await session.withLogin { try await session.app.deleteComment(id: id) }
-            session.print(["Deleted comment #\(id)."])
+            let change = try await session.app.deleteComment(id: id)
+            try await session.finish(change, queued: "Deleting comment #\(id)") { _ in "Deleted comment #\(id)." }
         }
     }
 }
@@ -124,8 +126,8 @@ struct DoneCommand: AsyncParsableCommand {
 
     @MainActor func run() async throws {
         try await Session.run(options) { session in
-            let task = try await session.withLogin { try await session.app.markTaskDone(id: id) }
-            session.print(["Done: #\(task.id) \(task.name)."])
+            let change = try await session.app.markTaskDone(id: id)
+            try await session.finish(change, queued: "Done for task #\(id)") { task in "Done: #\(task.id) \(task.name)." }
         }
     }
 }
@@ -138,8 +140,10 @@ struct NewTaskCommand: AsyncParsableCommand {
 
     @MainActor func run() async throws {
         try await Session.run(options) { session in
-            let task = try await session.withLogin { try await session.app.createTask(name: name, due: due) }
-            session.print(["Created task #\(task.id) \(task.name)" + (task.due.map { ", due \($0)." } ?? ", due as soon as possible.")])
+            let change = try await session.app.createTask(name: name, due: due)
+            try await session.finish(change, queued: "Task \"\(name)\"") { task in
+                "Created task #\(task.id) \(task.name)" + (task.due.map { ", due \($0)." } ?? ", due as soon as possible.")
+            }
         }
     }
 }
@@ -152,8 +156,8 @@ struct NewContactCommand: AsyncParsableCommand {
 
     @MainActor func run() async throws {
         try await Session.run(options) { session in
-            let contact = try await session.withLogin { try await session.app.createContact(name: name, email: email) }
-            session.print(["Created contact #\(contact.id) \(contact.name)."])
+            let change = try await session.app.createContact(name: name, email: email)
+            try await session.finish(change, queued: "Contact \"\(name)\"") { contact in "Created contact #\(contact.id) \(contact.name)." }
         }
     }
 }

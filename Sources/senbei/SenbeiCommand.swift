@@ -19,13 +19,16 @@ struct SenbeiCommand: AsyncParsableCommand {
         discussion: """
             With no --server, it starts the embedded depot-server on 127.0.0.1 (user admin, password secret); \
             the embedded server forgets changes when senbei exits. Lists come from the cache while it is \
-            younger than five minutes. With no subcommand, it opens the interactive contact search.
+            younger than five minutes. Changes (new-task, done, comment, uncomment, new-contact) are stored \
+            in the cache's outbox first: offline they show in the lists, marked, and go out on a later run \
+            (senbei outbox lists them). With no subcommand, it opens the interactive contact search.
             """,
         subcommands: [
             SearchCommand.self, LoginCommand.self,
             AccountsCommand.self, ContactsCommand.self, LeadsCommand.self, OpportunitiesCommand.self, CampaignsCommand.self,
             CommentsCommand.self, CommentCommand.self, UncommentCommand.self,
             TasksCommand.self, DoneCommand.self, NewTaskCommand.self, NewContactCommand.self, ActivitiesCommand.self,
+            OutboxCommand.self,
         ],
         defaultSubcommand: SearchCommand.self)
 }
@@ -49,6 +52,10 @@ struct ServerOptions: ParsableArguments {
 struct Failure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+
+    /// Exit status 1 for a failure already told (a refused change, printed
+    /// with what it was when the session ends).
+    static let alreadyTold = Failure("")
 }
 
 /// One run of senbei: the server (embedded or given), the store, the controller
@@ -60,7 +67,12 @@ struct Session {
 
     /// Builds a session, runs `body`, and shuts everything down. A failure
     /// is printed as one sentence on standard error and exits with status 1.
-    static func run(_ options: ServerOptions, _ body: @MainActor (Session) async throws -> Void) async throws {
+    /// Changes the server refused during the run (queued by an earlier one)
+    /// are printed on standard error, one sentence each, when it ends.
+    ///
+    /// - Parameter sending: Whether to send what earlier runs queued
+    ///   (`senbei outbox` looks at the queue as it is).
+    static func run(_ options: ServerOptions, sending: Bool = true, _ body: @MainActor (Session) async throws -> Void) async throws {
         let cacheFile = try ExampleSupport.cacheFile(app: "senbei", path: options.cache)
         let store = try Store(path: cacheFile.path, migrator: SenbeiSchema.migrator)
 
@@ -83,17 +95,27 @@ struct Session {
         let configuration = SenbeiApp.configuration(server: serverURL, transport: ExampleSupport.liveTransport(), credentials: credentials, store: store, notificationCenter: nil)
         let controller = NetworkController(configuration: configuration)
         var failure: (any Error)?
+        var app: SenbeiApp?
         do {
-            let app = try SenbeiApp(controller: controller, credentials: credentials, notificationCenter: NotificationCenter())
-            try await body(Session(app: app, serverURL: serverURL))
+            let session = Session(app: try SenbeiApp(controller: controller, credentials: credentials, notificationCenter: NotificationCenter()), serverURL: serverURL)
+            app = session.app
+            if sending { try await session.app.start() }
+            try await body(session)
         } catch {
             failure = error
         }
-        _ = await controller.shutdown(grace: .seconds(5))
+        if let app {
+            _ = await app.shutdown(grace: .seconds(5))
+            await tellRejectedChanges(app)
+        } else {
+            _ = await controller.shutdown(grace: .seconds(5))
+        }
         await embedded?.stop()
         switch failure {
         case nil:
             return
+        case let error as Failure where error.description.isEmpty:
+            throw ExitCode.failure
         case let error as DepotError:
             printError(SenbeiPresentation.message(for: error, server: serverURL))
             throw ExitCode.failure
@@ -132,6 +154,24 @@ struct Session {
             }
             if let outcome, outcome.code != .unauthorized { throw outcome }
         }
+    }
+
+    /// Waits for `change`'s answer (signing in first) and prints what became of
+    /// it: `sent`'s line, or that it is queued (`what` names it).
+    func finish<Record>(_ change: QueuedChange<Record>, queued what: String, sent: (Record) -> String) async throws {
+        switch try await withLogin({ try await app.outcome(of: change) }) {
+        case .sent(let record):
+            print([sent(record)])
+        case .queued(let entry):
+            print([SenbeiPresentation.queuedLine(what, entry: entry)])
+        }
+    }
+
+    /// Prints the changes the server refused after they were queued, once.
+    private static func tellRejectedChanges(_ app: SenbeiApp) async {
+        guard let rejected = try? await app.rejectedChanges(), !rejected.isEmpty else { return }
+        for change in rejected { printError(SenbeiPresentation.rejectionLine(change)) }
+        try? await app.dismissRejectedChanges(rejected)
     }
 
     private static func isRefusal(_ error: any Error) -> Bool {

@@ -57,7 +57,7 @@ struct CacheTests {
         let date = ManualDate()
         try await withSenbei(date: date) { f in
             let subject = Commentable(.contacts, 3)
-            _ = try await f.app.postComment(on: subject, text: "Left a message")
+            _ = try await f.app.sent(f.app.postComment(on: subject, text: "Left a message"))
             let tasks = try await f.app.loadTasks()
             let comments = try await f.app.loadComments(on: subject)
             let activities = try await f.app.loadActivities()
@@ -90,7 +90,7 @@ struct CacheTests {
             // Comments never fetched fail with the reason
             let error = await #expect(throws: DepotError.self) { try await app.loadComments(on: Commentable(.contacts, 4)) }
             #expect(error?.code == .offline)
-            _ = await controller.shutdown(grace: .zero)
+            _ = await app.shutdown(grace: .zero)
         }
     }
 
@@ -118,7 +118,7 @@ struct CacheTests {
 
             let error = await #expect(throws: DepotError.self) { try await app.loadPage(.contacts, page: 3) }
             #expect(error?.code == .offline)
-            _ = await controller.shutdown(grace: .zero)
+            _ = await app.shutdown(grace: .zero)
         }
     }
 

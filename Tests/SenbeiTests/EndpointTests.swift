@@ -47,7 +47,7 @@ struct EndpointTests {
             let subject = Commentable(.contacts, 3)
 
             // Post
-            let comment = try await f.app.postComment(on: subject, text: "Called, no answer")
+            let comment = try await f.app.sent(f.app.postComment(on: subject, text: "Called, no answer"))
             #expect(comment.text == "Called, no answer" && comment.commentableType == "contact" && comment.commentableId == 3)
             let posted = try #require(f.log.last(.senbeiDidPostComment))
             #expect(posted.payload as? CRMComment == comment)
@@ -60,7 +60,7 @@ struct EndpointTests {
             #expect(f.log.last(.senbeiDidRetrieveComments)?.entity as? Commentable == subject)
 
             // Delete: gone from the server and the cache
-            try await f.app.deleteComment(id: comment.id)
+            _ = try await f.app.sent(f.app.deleteComment(id: comment.id))
             #expect(f.log.last(.senbeiDidDeleteComment)?.payload as? Int == comment.id)
             #expect(try await f.store.read { db in try CRMComment.fetchCount(db) } == 0)
             #expect(try await f.app.loadComments(on: subject).rows.isEmpty)
@@ -78,14 +78,14 @@ struct EndpointTests {
             #expect(f.log.last(.senbeiDidRetrieveTasks)?.payload as? [CRMTask] == tasks)
 
             // Mark one done: the cache no longer lists it as open
-            let done = try await f.app.markTaskDone(id: 3)
+            let done = try await f.app.sent(f.app.markTaskDone(id: 3))
             #expect(done.completed && done.id == 3)
             #expect(f.log.last(.senbeiDidMarkTaskAsDone)?.payload as? CRMTask == done)
             #expect(f.log.last(.senbeiDidMarkTaskAsDone)?.entity as? Int == 3)
             #expect(try await f.store.read { db in try CRMTask.open.fetchAll(db) }.map(\.id).contains(3) == false)
 
             // Create one without a due day: due as soon as possible
-            let created = try await f.app.createTask(name: "Send the contract")
+            let created = try await f.app.sent(f.app.createTask(name: "Send the contract"))
             #expect(created.due == nil && created.name == "Send the contract")
             #expect(f.log.last(.senbeiDidCreateTask)?.payload as? CRMTask == created)
             let open = try await f.store.read { db in try CRMTask.open.fetchAll(db) }
@@ -96,7 +96,7 @@ struct EndpointTests {
     @Test func aNewContactGoesToTheTopOfPageOne() async throws {
         try await withSenbei { f in
             let before = try await f.app.loadPage(.contacts)
-            let contact = try await f.app.createContact(name: "Zoe Quinn", email: "zoe@example.com")
+            let contact = try await f.app.sent(f.app.createContact(name: "Zoe Quinn", email: "zoe@example.com"))
             #expect(contact.name == "Zoe Quinn" && contact.email == "zoe@example.com")
             let posted = try #require(f.log.last(.senbeiDidCreateContact))
             #expect(posted.payload as? Entity == contact)
@@ -116,7 +116,7 @@ struct EndpointTests {
 
     @Test func activitiesAreListedNewestFirst() async throws {
         try await withSenbei { f in
-            try await f.app.markTaskDone(id: 1)
+            _ = try await f.app.sent(f.app.markTaskDone(id: 1))
             let activities = try await f.app.loadActivities().rows
             #expect(activities.count == 4)
             #expect(activities.first?.action == "completed")
@@ -129,7 +129,7 @@ struct EndpointTests {
         try await withSenbei { f in
             try await f.app.login()
             // When the server refuses a task without a name
-            let error = await #expect(throws: DepotError.self) { try await f.app.createTask(name: " ", due: "soon") }
+            let error = await #expect(throws: DepotError.self) { try await f.app.sent(f.app.createTask(name: " ", due: "soon")) }
 
             // Then the error carries its words, and the CLI's sentence uses them
             #expect(error?.status == 422)
@@ -141,17 +141,17 @@ struct EndpointTests {
             #expect(try await f.store.read { db in try CRMTask.fetchCount(db) } == 0, "nothing was written")
 
             // And a contact with a bad address says so
-            let contact = await #expect(throws: DepotError.self) { try await f.app.createContact(name: "No Mail", email: "nope") }
+            let contact = await #expect(throws: DepotError.self) { try await f.app.sent(f.app.createContact(name: "No Mail", email: "nope")) }
             #expect(contact.map { SenbeiPresentation.message(for: $0) } == "Not saved: email is invalid.")
         }
     }
 
     @Test func aMissingRecordIsExplainedInOneSentence() async throws {
         try await withSenbei { f in
-            let task = await #expect(throws: DepotError.self) { try await f.app.markTaskDone(id: 999) }
+            let task = await #expect(throws: DepotError.self) { try await f.app.sent(f.app.markTaskDone(id: 999)) }
             #expect(task?.code == .notFound)
             #expect(task.map { SenbeiPresentation.message(for: $0) } == "There is no task 999.")
-            let comment = await #expect(throws: DepotError.self) { try await f.app.deleteComment(id: 999) }
+            let comment = await #expect(throws: DepotError.self) { try await f.app.sent(f.app.deleteComment(id: 999)) }
             #expect(comment.map { SenbeiPresentation.message(for: $0) } == "There is no comment 999.")
             #expect(f.log.names == [.senbeiDidLogin, .senbeiDidFailWithError, .senbeiDidFailWithError])
         }

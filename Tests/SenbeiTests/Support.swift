@@ -81,6 +81,30 @@ struct Fixture {
     func setOffline(_ offline: Bool) async throws {
         try await ServerControl.send(to: server, offline: offline)
     }
+
+    /// The server handles the next `count` requests for `route` (a path, such
+    /// as `/tasks`), effects and all, then closes their connection instead of
+    /// answering: the "did my change go through?" case.
+    func dropResponses(_ count: Int, on route: String) async throws {
+        try await ServerControl.send(to: server, route: route, dropResponses: count)
+    }
+
+    /// Runs `body` with a second app on the same cache whose server cannot be
+    /// reached (connection refused, at once), as a later launch without a
+    /// network would be; shuts it down afterwards.
+    func withOfflineApp(_ body: @MainActor (SenbeiApp) async throws -> Void) async throws {
+        let credentials = SenbeiCredentials(username: "admin", password: "secret")
+        var configuration = SenbeiApp.configuration(server: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), credentials: credentials, store: store, notificationCenter: nil)
+        configuration.currentDate = date.provider
+        let app = try SenbeiApp(controller: NetworkController(configuration: configuration), credentials: credentials, notificationCenter: NotificationCenter())
+        do {
+            try await body(app)
+        } catch {
+            _ = await app.shutdown(grace: .zero)
+            throw error
+        }
+        _ = await app.shutdown(grace: .zero)
+    }
 }
 
 /// Runs `body` with a fresh ``Fixture`` and tears everything down.
@@ -114,10 +138,10 @@ func withSenbei(
             do {
                 try await body(fixture)
             } catch {
-                _ = await controller.shutdown(grace: .zero)
+                _ = await app.shutdown(grace: .zero)
                 throw error
             }
-            _ = await controller.shutdown(grace: .zero)
+            _ = await app.shutdown(grace: .zero)
         }
     }
     if let serverClock, let running = drainer {
@@ -153,14 +177,15 @@ struct ServerControl: NetworkOperation {
         var route: String?
         var latencyMs: Int?
         var offline: Bool?
+        var dropResponses: Int?
     }
 
     let body: Body
     var request: NetworkRequest { .post("_control", json: body) }
 
-    static func send(to server: DemoServer, route: String? = nil, latencyMs: Int? = nil, offline: Bool? = nil) async throws {
+    static func send(to server: DemoServer, route: String? = nil, latencyMs: Int? = nil, offline: Bool? = nil, dropResponses: Int? = nil) async throws {
         let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil))
-        _ = try await controller.perform(ServerControl(body: Body(route: route, latencyMs: latencyMs, offline: offline)))
+        _ = try await controller.perform(ServerControl(body: Body(route: route, latencyMs: latencyMs, offline: offline, dropResponses: dropResponses)))
         _ = await controller.shutdown(grace: .zero)
     }
 }
@@ -189,5 +214,19 @@ extension Result {
     var failure: Failure? {
         if case .failure(let error) = self { return error }
         return nil
+    }
+}
+
+extension SenbeiApp {
+    /// Waits for `change`'s answer and returns the record the server accepted;
+    /// throws the refusal, or if the change stayed queued. It returns at the
+    /// decision: the long grace only bounds a test that would hang.
+    func sent<Record>(_ change: QueuedChange<Record>) async throws(DepotError) -> Record {
+        switch try await outcome(of: change, within: .seconds(60)) {
+        case .sent(let record):
+            return record
+        case .queued(let entry):
+            throw DepotError(.processing, detail: "\(entry) was not sent")
+        }
     }
 }

@@ -1,0 +1,209 @@
+import Depot
+import DepotStore
+import Foundation
+import GRDB
+
+/// The user's changes: queued durably in the outbox, shown in the cache at
+/// once, sent when they can be, and announced when the server has decided.
+extension SenbeiApp {
+    // MARK: - The outbox
+
+    /// Every change type Senbei queues, registered with the outbox in one
+    /// place, so that a launch can rebuild what an earlier one queued. Keep a
+    /// type here while entries of it may be queued, even after a `.v2` replaces it.
+    public static let mutationTypes: [any Mutation.Type] = [
+        CreateTask.self, MarkTaskDone.self, PostComment.self, DeleteComment.self, CreateContact.self,
+    ]
+
+    static let mutationTypeNames = Set(mutationTypes.map { $0.typeName })
+
+    /// How long ``outcome(of:within:)`` waits for the server by default: three seconds.
+    public static let sendGrace: Duration = .seconds(3)
+
+    /// Starts sending what earlier launches queued (as soon as someone is signed in).
+    public func start() async throws(DepotError) {
+        try await outbox.start()
+    }
+
+    /// After a sign-in: lanes a 401 held go again, and so do the changes a
+    /// refused sign-in cancelled.
+    func resumeChanges() async {
+        await outbox.resumeHeld()
+        if changesStopped {
+            changesStopped = false
+            try? await outbox.start()
+        }
+    }
+
+    /// Ends the session: the controller's shutdown, then the outbox's loops.
+    ///
+    /// Changes being sent get the grace period. Changes that cannot be sent
+    /// now (nobody is signed in, or there is no network) are not waited for:
+    /// they stay queued, for the next launch.
+    public func shutdown(grace: Duration) async -> ShutdownReport {
+        if profile == nil || controller.connectionEstimate.quality == .offline {
+            controller.cancel(category: .senbei)
+        }
+        let report = await controller.shutdown(grace: grace)
+        await outbox.waitUntilIdle()
+        return report
+    }
+
+    // MARK: - Changes
+
+    /// Creates a task (due "as soon as possible" without `due`): queued durably,
+    /// and in ``CRMTask/open`` at once, pending. Posts `senbeiDidCreateTask`
+    /// once the server accepted it.
+    /// - Parameter due: `yyyy-MM-dd`; the server refuses other forms with a 422.
+    public func createTask(name: String, due: String? = nil) async throws(DepotError) -> QueuedChange<CRMTask> {
+        try await queue(CreateTask(name: name, due: due, localID: nextLocalID()))
+    }
+
+    /// Marks a task done: queued durably, and marked pending in the cache at
+    /// once. Posts `senbeiDidMarkTaskAsDone` once the server accepted it.
+    public func markTaskDone(id: Int) async throws(DepotError) -> QueuedChange<CRMTask> {
+        try await queue(MarkTaskDone(id: id, localID: nextLocalID()))
+    }
+
+    /// Creates a contact: queued durably, and at the top of page 1 at once,
+    /// pending. Posts `senbeiDidCreateContact` once the server accepted it.
+    public func createContact(name: String, email: String? = nil) async throws(DepotError) -> QueuedChange<Entity> {
+        try await queue(CreateContact(name: name, email: email, localID: nextLocalID()))
+    }
+
+    /// Posts a comment on `subject`: queued durably, and listed at once,
+    /// pending. Posts `senbeiDidPostComment` once the server accepted it.
+    public func postComment(on subject: Commentable, text: String) async throws(DepotError) -> QueuedChange<CRMComment> {
+        try await queue(PostComment(on: subject, text: text, localID: nextLocalID()))
+    }
+
+    /// Deletes a comment: queued durably, and marked pending in the cache at
+    /// once. Posts `senbeiDidDeleteComment` once the server accepted it.
+    public func deleteComment(id: Int) async throws(DepotError) -> QueuedChange<Int> {
+        try await queue(DeleteComment(id: id, localID: nextLocalID()))
+    }
+
+    /// Waits for the server's answer to `change`, signing in first if nobody is.
+    ///
+    /// - Returns: `.sent` with the record once the server accepted it;
+    ///   `.queued` when it cannot be sent now (the server cannot be reached,
+    ///   it asked to wait, or `grace` passed): it stays in the outbox.
+    /// - Throws: The server's refusal (a 422's ``Depot/DepotError/validationErrors``,
+    ///   a 404), after its rollback; or a refused sign-in (the change stays queued).
+    public func outcome<Record: Sendable>(of change: QueuedChange<Record>, within grace: Duration = SenbeiApp.sendGrace) async throws(DepotError) -> ChangeOutcome<Record> {
+        if profile == nil, !change.watch.isDecided {
+            do {
+                try await login()
+            } catch where Self.isUnreachable(error) {
+                return .queued(change.entry)
+            }
+        }
+        switch await change.watch.wait(within: grace, clock: controller.configuration.clock) {
+        case .decided(.success(let record)):
+            guard let record = record as? Record else {
+                throw DepotError(.processing, detail: "\(change.entry) answered \(type(of: record)), not \(Record.self)")
+            }
+            return .sent(record)
+        case .decided(.failure(let error)):
+            // Told to the caller now: not kept for later.
+            if let localID = change.watch.localID {
+                _ = try? await store.write { db in try RejectedChange.deleteOne(db, key: localID) }
+            }
+            throw error
+        case .waiting, .stalled:
+            return .queued(change.entry)
+        }
+    }
+
+    /// Puts an outbox entry back in its lane (a failed one, or a pending one
+    /// to try now) and follows it; ``outcome(of:within:)`` waits for its answer
+    /// (the server's response). A refusal is also kept in ``rejectedChanges()``.
+    public func retry(_ entry: OutboxEntry.ID) async throws(DepotError) -> QueuedChange<NetworkResponse> {
+        let watch = try await watch(localID: nil, start: { () async throws(DepotError) in
+            try await self.outbox.retry(entry)
+            return entry
+        }, resolve: { [weak self] outcome in
+            switch outcome {
+            case .success(let response):
+                return .success(response)
+            case .failure(let error):
+                let error = SenbeiResponse.enrich(error, operation: nil)
+                self?.reportRefusal(error, operation: "Retry")
+                return .failure(error)
+            }
+        })
+        return QueuedChange(entry: entry, watch: watch)
+    }
+
+    /// The changes the server refused after they were queued, oldest first,
+    /// until ``dismissRejectedChanges(_:)``.
+    public func rejectedChanges() async throws(DepotError) -> [RejectedChange] {
+        try await store.read { db in try RejectedChange.order(Column("id") < 0, abs(Column("id"))).fetchAll(db) }
+    }
+
+    /// Forgets refusals once they were shown.
+    public func dismissRejectedChanges(_ rejected: [RejectedChange]) async throws(DepotError) {
+        let ids = rejected.map(\.id)
+        _ = try await store.write { db in try RejectedChange.deleteAll(db, keys: ids) }
+    }
+
+    // MARK: - Queuing and following
+
+    /// A new ``SenbeiMutation/localID``.
+    func nextLocalID() -> Int {
+        LocalID.next(at: controller.configuration.currentDate())
+    }
+
+    /// Queues `mutation` and follows it; once decided, posts its notification
+    /// (or `senbeiDidFailWithError`) whether or not anyone waits for it.
+    func queue<M: SenbeiMutation>(_ mutation: M) async throws(DepotError) -> QueuedChange<M.Record> {
+        let watch = try await watch(localID: mutation.localID, start: { () async throws(DepotError) in
+            try await self.outbox.send(mutation).id
+        }, resolve: { [weak self] outcome in
+            guard let self else { return outcome.map { $0 as any Sendable } }
+            return await self.announce(mutation, outcome)
+        })
+        return QueuedChange(entry: watch.entry, watch: watch)
+    }
+
+    /// Subscribes to the controller's events, then queues or puts back the
+    /// entry (`start`), so that the watch sees every step from there on.
+    private func watch(
+        localID: Int?,
+        start: () async throws(DepotError) -> OutboxEntry.ID,
+        resolve: @escaping @MainActor (Result<NetworkResponse, DepotError>) async -> Result<any Sendable, DepotError>
+    ) async throws(DepotError) -> ChangeWatch {
+        let events = controller.events
+        let entry = try await start()
+        let watch = ChangeWatch(entry: entry, localID: localID)
+        watch.follow(events, outbox: outbox, changeTypes: Self.mutationTypeNames, resolve: resolve)
+        return watch
+    }
+
+    /// What the outbox decided for `mutation`, as the app tells it.
+    private func announce<M: SenbeiMutation>(_ mutation: M, _ outcome: Result<NetworkResponse, DepotError>) async -> Result<any Sendable, DepotError> {
+        switch outcome {
+        case .success(let response):
+            do {
+                let record = try await store.read { db in try mutation.record(from: response, db) }
+                post(M.didCommit, payload: record, entity: mutation.entity(of: record))
+                return .success(record)
+            } catch {
+                reportRefusal(error, operation: M.operationName)
+                return .failure(error)
+            }
+        case .failure(let error):
+            let error = SenbeiResponse.enrich(error, operation: M.operationName)
+            reportRefusal(error, operation: M.operationName)
+            return .failure(error)
+        }
+    }
+
+    /// Posts `senbeiDidFailWithError` for a change that was not accepted
+    /// (nothing for a discarded one). A refusal is never a failed sign-in: a
+    /// 401 holds the change instead of deciding it.
+    func reportRefusal(_ error: DepotError, operation: String) {
+        guard error.code != .cancelled else { return }
+        post(.senbeiDidFailWithError, error: error, operation: operation)
+    }
+}
