@@ -353,6 +353,55 @@ import Testing
         }
     }
 
+    /// A lane pausing after a failure (a 503 here) does not hold the grace:
+    /// shutdown ends the pause at once, and the entry stays queued.
+    @Test func shutdownEndsALanesBackoffAtOnce() async throws {
+        try await withSetup { setup in
+            let store = try setup.store()
+            let clock = ManualClock()
+            let transport = FixtureTransport(["/posts": .status(503)])
+            var configuration = NetworkController.Configuration(baseURL: URL(string: "http://h.test")!, transport: transport, clock: clock, notificationCenter: nil)
+            configuration.store = store
+            let controller = NetworkController(configuration: configuration)
+            let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
+            let events = controller.events
+            let paused = Mutex(false)
+            let watcher = Task {
+                for await event in events where event.outbox?.step == .willRetry {
+                    paused.withLock { $0 = true }
+                    return
+                }
+            }
+            try await outbox.send(SendPost("local-1", "into a 503"))
+            // The controller's own retries sleep on the clock; then the lane pauses.
+            while !paused.withLock({ $0 }) {
+                clock.advanceToNextDeadline()
+                await Task.yield()
+            }
+            await watcher.value
+            while clock.sleeperCount == 0 { await Task.yield() }  // the lane's pause has begun
+            let pausedAt = clock.elapsed
+            let quitting = Task { await controller.shutdown(grace: .seconds(60)) }
+            // Without the wake-up, only the grace (60 s of this clock) would end it.
+            var yields = 0
+            while outbox.state.withLock({ !$0.running.isEmpty }), yields < 100_000 {
+                await Task.yield()
+                yields += 1
+            }
+            #expect(outbox.state.withLock { $0.running.isEmpty }, "the lane still pauses")
+            while outbox.state.withLock({ !$0.running.isEmpty }) {  // unblock a failing run
+                clock.advanceToNextDeadline()
+                await Task.yield()
+            }
+            await outbox.waitUntilIdle()
+            #expect(clock.elapsed == pausedAt, "the pause ended without time passing")
+            let report = await quitting.value
+            #expect(!report.graceExpired)
+            #expect(try await outbox.entries().count == 1)
+            try store.close()
+        }
+    }
+
     /// A refresh that lands while a post is pending replaces the table with
     /// the server's rows; the pending post is still there afterwards (its
     /// optimistic change is applied again in the refresh's transaction), and

@@ -105,9 +105,18 @@ extension Outbox {
                 }
                 var random = SystemRandomNumberGenerator()
                 let delay = RetryPolicy.default.backoff(after: failures, using: &random)
+                // A shutdown ends the pause (``wakeForShutdown()``): the
+                // entry stays queued, and the grace need not wait for it.
+                state.withLock { _ = $0.pausing.insert(lane) }
+                let slept: Bool
                 do {
                     try await controller.configuration.clock.sleep(for: delay)
+                    slept = true
                 } catch {
+                    slept = false
+                }
+                state.withLock { _ = $0.pausing.remove(lane) }
+                if !slept {
                     state.withLock { $0.running[lane] = nil }
                     return
                 }
@@ -203,6 +212,13 @@ extension Outbox {
         }
         resolve(key, .failure(error), step: .failed)
         return .decided(.failed)
+    }
+
+    /// Cancels the lanes pausing after a failure, so that they stop now
+    /// rather than after their backoff; their entries stay queued.
+    func wakeForShutdown() {
+        let pausing = state.withLock { state in state.pausing.compactMap { state.loops[$0] } }
+        for loop in pausing { loop.cancel() }
     }
 
     /// Hands an outcome to the entry's waiters, and keeps it with its step

@@ -58,6 +58,8 @@ public final class Outbox: Sendable {
         var loops: [String: Task<Void, Never>] = [:]
         /// Lanes stopped by a 401.
         var held: Set<String> = []
+        /// Lanes in their backoff pause after a failure.
+        var pausing: Set<String> = []
         /// Entries taken by a delivery loop and not yet decided.
         var inFlight: Set<Int64> = []
         var waiters: [Int64: [CheckedContinuation<Result<NetworkResponse, DepotError>, Never>]] = [:]
@@ -102,7 +104,10 @@ public final class Outbox: Sendable {
         store.mutationTypes.withLock { $0.merge(types) { first, _ in first } }
         // The shutdown grace waits for the lanes too, so a send queued behind
         // another still goes out within it.
-        controller.addExitParticipant { [weak self] in await self?.waitUntilIdle() }
+        controller.addExitParticipant { [weak self] in
+            self?.wakeForShutdown()
+            await self?.waitUntilIdle()
+        }
     }
 
     // MARK: - Sending

@@ -8,6 +8,10 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
     public struct ID: Hashable, Sendable, Comparable, CustomStringConvertible {
         /// The row id.
         public let rawValue: Int64
+        /// The id of row `rawValue`, as a list shows it ("#3" is 3).
+        public init(rawValue: Int64) {
+            self.rawValue = rawValue
+        }
         public static func < (lhs: ID, rhs: ID) -> Bool { lhs.rawValue < rhs.rawValue }
         public var description: String { "#\(rawValue)" }
     }
