@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Depot
 import Foundation
 import GRDB
@@ -39,11 +44,20 @@ public final class Store: Sendable {
     /// operations re-apply pending optimistic changes after their writes.
     let mutationTypes = Mutex<[String: any Mutation.Type]>([:])
 
+    /// How long a connection waits for another process's lock (an app and
+    /// its extension, two command-line runs) before it reports "database is
+    /// locked", when the configuration does not say.
+    public static let defaultBusyTimeout: TimeInterval = 10
+
     /// Opens (or creates) the database file at `path` and migrates it.
     ///
-    /// A new file is created with permissions 0600 (owner read and write only):
-    /// a cache often holds personal data. SQLite gives its `-wal` and `-shm`
-    /// files the same permissions.
+    /// A new file is created with permissions 0600 (owner read and write
+    /// only): a cache often holds personal data. An existing file with looser
+    /// permissions, and its `-wal` and `-shm` files, are tightened to 0600.
+    ///
+    /// Several processes may share the file: every connection waits up to
+    /// ``defaultBusyTimeout`` for another's lock (unless `configuration` sets
+    /// its own `busyMode`), and so do the open and the migration.
     ///
     /// - Parameters:
     ///   - path: The database file. Its folder must exist.
@@ -63,13 +77,46 @@ public final class Store: Sendable {
                     throw DepotError(.storage, detail: "cannot create the database file at \(path)")
                 }
             }
-            let pool = try DatabasePool(path: path, configuration: configuration)
-            try Self.prepare(pool, migrator: migrator)
+            for file in [path, path + "-wal", path + "-shm"] {
+                Self.restrictPermissions(of: file)
+            }
+            var configuration = configuration
+            if case .immediateError = configuration.busyMode {
+                configuration.busyMode = .timeout(Self.defaultBusyTimeout)
+            }
+            // Another process may be opening the same file: SQLite answers
+            // "database is locked" to a second `journal_mode = WAL` at once,
+            // without waiting. The open and the migration take turns instead.
+            let pool = try Self.exclusively(path) {
+                let pool = try DatabasePool(path: path, configuration: configuration)
+                try Self.prepare(pool, migrator: migrator)
+                return pool
+            }
             self.writer = pool
         } catch {
             throw DepotError.storage(error, detail: "cannot open the store at \(path)")
         }
         self.currentDate = currentDate
+    }
+
+    /// Runs `body` while holding an advisory lock (`flock`) on the database
+    /// file, which processes opening the same file wait for. SQLite's own
+    /// locks are `fcntl` locks, which this neither takes nor disturbs.
+    private static func exclusively<T>(_ path: String, _ body: () throws -> T) throws -> T {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return try body() }  // SQLite will say what is wrong
+        defer { closeDescriptor(descriptor) }
+        while flock(descriptor, LOCK_EX) != 0, errno == EINTR {}
+        defer { flock(descriptor, LOCK_UN) }
+        return try body()
+    }
+
+    /// Takes group and other permissions away from `file`, if it exists with them.
+    private static func restrictPermissions(of file: String) {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: file),
+              let permissions = (attributes[.posixPermissions] as? NSNumber)?.intValue,
+              permissions & 0o077 != 0 else { return }
+        try? FileManager.default.setAttributes([.posixPermissions: permissions & 0o700], ofItemAtPath: file)
     }
 
     /// Makes a store in memory: for previews, and for tests that need no file.
@@ -164,4 +211,9 @@ extension DepotError {
         }
         return DepotError.wrap(error, operation: nil, fallback: .processing)
     }
+}
+
+/// `close(2)`, which `Store.close()` hides inside the class.
+private func closeDescriptor(_ descriptor: Int32) {
+    _ = close(descriptor)
 }

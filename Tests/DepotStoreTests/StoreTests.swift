@@ -108,4 +108,27 @@ import Testing
         try await store.ledger.reset("k")
         #expect(try await store.ledger.entry(for: "k") == nil)
     }
+
+    /// A cache file that another tool left readable by others is tightened
+    /// to 0600 on open, with its `-wal` and `-shm` files.
+    @Test func anExistingFileWithLooserPermissionsIsTightened() throws {
+        let folder = FileManager.default.temporaryDirectory.appending(path: "store-permissions-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appending(path: "cache.sqlite").path
+        do {
+            let store = try Store(path: path)
+            try store.close()
+        }
+        for file in [path, path + "-wal", path + "-shm"] {
+            if !FileManager.default.fileExists(atPath: file) { _ = FileManager.default.createFile(atPath: file, contents: nil) }
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file)
+        }
+        let store = try Store(path: path)
+        defer { try? store.close() }
+        for file in [path, path + "-wal", path + "-shm"] {
+            let permissions = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? NSNumber
+            #expect(permissions?.intValue == 0o600, "\(file)")
+        }
+    }
 }
