@@ -21,6 +21,11 @@ public enum ExampleSupport {
         return file
     }
 
+    /// The longest any transfer of a one-shot command (`--once`, `--post`, a
+    /// senbei subcommand) may take: a server that drips its body cannot hold
+    /// a script for longer.
+    public static let oneShotTransferLimit: Duration = .seconds(60)
+
     /// The transport for live runs: AsyncHTTPClient on Linux, where it is the
     /// faster one (BENCHMARKS.md), URLSession elsewhere.
     public static func liveTransport() -> any Transport {

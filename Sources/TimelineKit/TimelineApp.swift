@@ -139,9 +139,11 @@ public final class TimelineApp {
         followers.forEach { $0.cancel() }
     }
 
-    /// Refreshes the timeline; a refresh already running is joined.
+    /// Refreshes the timeline; a refresh already running is joined. Once it
+    /// has ended, ``requestMissingAvatars()`` may ask for avatars.
     public func refresh() async {
         await status.refresh()
+        firstRefreshEnded = true
     }
 
     /// Posts `text` through the outbox. Returns once the post is stored (with

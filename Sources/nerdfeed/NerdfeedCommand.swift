@@ -80,6 +80,7 @@ struct NerdfeedCommand: AsyncParsableCommand {
         }
         var configuration = NetworkController.Configuration(baseURL: songsURL, transport: transport, notificationCenter: nil)
         configuration.store = store
+        if once || json || !Terminal.isInteractive { configuration.longestTransfer = ExampleSupport.oneShotTransferLimit }
         let controller = NetworkController(configuration: configuration)
         let app = try NerdfeedApp(
             controller: controller,

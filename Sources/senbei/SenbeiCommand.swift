@@ -92,7 +92,8 @@ struct Session {
         }
 
         let credentials = SenbeiCredentials(username: options.user, password: options.password)
-        let configuration = SenbeiApp.configuration(server: serverURL, transport: ExampleSupport.liveTransport(), credentials: credentials, store: store, notificationCenter: nil)
+        var configuration = SenbeiApp.configuration(server: serverURL, transport: ExampleSupport.liveTransport(), credentials: credentials, store: store, notificationCenter: nil)
+        configuration.longestTransfer = ExampleSupport.oneShotTransferLimit
         let controller = NetworkController(configuration: configuration)
         var failure: (any Error)?
         var app: SenbeiApp?

@@ -92,6 +92,7 @@ struct TimelineCommand: AsyncParsableCommand {
         configuration.trace = recorder
         configuration.monitor = TimelineApp.monitorConfiguration
         configuration.qualityRules = TimelineApp.qualityRules
+        if post != nil || once || !Terminal.isInteractive { configuration.longestTransfer = ExampleSupport.oneShotTransferLimit }
         let controller = NetworkController(configuration: configuration)
         if server != nil, link != nil {
             // An external depot-server is shaped through its control route,

@@ -49,6 +49,11 @@ extension NetworkController {
         public var maximumBodySize: Int
         /// How many redirects to follow; 0 returns 3xx responses to the operation.
         public var redirectLimit: Int
+        /// No transfer may take longer than this, whatever its operation's
+        /// ``Timeout/total`` says: a one-shot tool sets 60 s so that a server
+        /// that drips its body cannot hold it. `nil` (the default) leaves each
+        /// operation's own limit.
+        public var longestTransfer: Duration?
         /// Where events are also posted as notifications; `nil` posts none.
         public var notificationCenter: NotificationCenter?
         /// Values handed to every operation through its ``OperationContext``.
@@ -77,6 +82,7 @@ extension NetworkController {
         ///   - trace: Records a waterfall of every operation when set (none).
         ///   - maximumBodySize: Larger bodies fail with `.tooLarge` (50 MB).
         ///   - redirectLimit: Redirects to follow (10).
+        ///   - longestTransfer: A cap on every transfer's total time (none).
         ///   - notificationCenter: Where events are posted (`.default`); `nil` posts none.
         ///   - contextValues: Values handed to every operation (none).
         ///   - eventBufferSize: How far an `events` subscriber may fall behind (4096).
@@ -97,6 +103,7 @@ extension NetworkController {
             trace: TraceRecorder? = nil,
             maximumBodySize: Int = Configuration.defaultMaximumBodySize,
             redirectLimit: Int = Configuration.defaultRedirectLimit,
+            longestTransfer: Duration? = nil,
             notificationCenter: NotificationCenter? = .default,
             contextValues: OperationContextValues = OperationContextValues(),
             eventBufferSize: Int = 4096
@@ -117,6 +124,7 @@ extension NetworkController {
             self.trace = trace
             self.maximumBodySize = maximumBodySize
             self.redirectLimit = redirectLimit
+            self.longestTransfer = longestTransfer
             self.notificationCenter = notificationCenter
             self.contextValues = contextValues
             self.eventBufferSize = eventBufferSize

@@ -101,7 +101,7 @@ extension NetworkController {
         let running = environment.running
         let transfer: TransferPipeline.Result
         do {
-            transfer = try await pipeline.run(transportRequest, timeout: operation.timeout, cancelOnTimeout: environment.cancel) { [weak self] progress in
+            transfer = try await pipeline.run(transportRequest, timeout: operation.timeout.capped(at: configuration.longestTransfer), cancelOnTimeout: environment.cancel) { [weak self] progress in
                 meter.record(progress.received)
                 self?.reportProgress(running, progress)
             }

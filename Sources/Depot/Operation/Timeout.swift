@@ -6,7 +6,7 @@
 public struct Timeout: Sendable, Hashable {
     /// The longest the transfer may go without receiving a byte.
     public var idle: Duration
-    /// The longest the whole transfer may take, if limited.
+    /// The longest the whole transfer (each attempt) may take, if limited.
     public var total: Duration?
 
     /// Makes a timeout.
@@ -18,6 +18,17 @@ public struct Timeout: Sendable, Hashable {
     /// No byte for `duration` means timed out.
     public static func idle(_ duration: Duration) -> Timeout { Timeout(idle: duration) }
 
-    /// 60 s without a byte, and no total limit. The classic URL loading default.
-    public static let `default` = Timeout(idle: .seconds(60))
+    /// 60 s without a byte, and 5 minutes in all: URL loading's idle
+    /// default, with a total limit so that a server that drips one byte at a
+    /// time cannot hold an operation for hours. An operation that downloads
+    /// something big sets its own (`Timeout(idle: .seconds(60), total: nil)`
+    /// for none); ``NetworkController/Configuration/longestTransfer`` caps
+    /// every operation's.
+    public static let `default` = Timeout(idle: .seconds(60), total: .seconds(300))
+
+    /// This timeout with its total limited to `cap` (a `nil` cap changes nothing).
+    func capped(at cap: Duration?) -> Timeout {
+        guard let cap else { return self }
+        return Timeout(idle: idle, total: total.map { min($0, cap) } ?? cap)
+    }
 }
