@@ -37,6 +37,10 @@ public final class Store: Sendable {
     /// change arrives in one transaction with its ledger entry.
     public let writer: any DatabaseWriter
 
+    /// The descriptor that took turns with other processes at open; kept
+    /// open as long as the database is (declared after `writer`, so it goes after it).
+    private let openingLock: OpeningLock?
+
     /// Where the store reads the wall-clock time it records in the ledger.
     let currentDate: @Sendable () -> Date
 
@@ -87,28 +91,18 @@ public final class Store: Sendable {
             // Another process may be opening the same file: SQLite answers
             // "database is locked" to a second `journal_mode = WAL` at once,
             // without waiting. The open and the migration take turns instead.
-            let pool = try Self.exclusively(path) {
+            let lock = OpeningLock(path: path)
+            let pool = try lock.exclusively {
                 let pool = try DatabasePool(path: path, configuration: configuration)
                 try Self.prepare(pool, migrator: migrator)
                 return pool
             }
             self.writer = pool
+            self.openingLock = lock
         } catch {
             throw DepotError.storage(error, detail: "cannot open the store at \(path)")
         }
         self.currentDate = currentDate
-    }
-
-    /// Runs `body` while holding an advisory lock (`flock`) on the database
-    /// file, which processes opening the same file wait for. SQLite's own
-    /// locks are `fcntl` locks, which this neither takes nor disturbs.
-    private static func exclusively<T>(_ path: String, _ body: () throws -> T) throws -> T {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return try body() }  // SQLite will say what is wrong
-        defer { closeDescriptor(descriptor) }
-        while flock(descriptor, LOCK_EX) != 0, errno == EINTR {}
-        defer { flock(descriptor, LOCK_UN) }
-        return try body()
     }
 
     /// Takes group and other permissions away from `file`, if it exists with them.
@@ -139,6 +133,7 @@ public final class Store: Sendable {
 
     private init(writer: any DatabaseWriter, currentDate: @escaping @Sendable () -> Date) {
         self.writer = writer
+        self.openingLock = nil
         self.currentDate = currentDate
     }
 
@@ -213,7 +208,30 @@ extension DepotError {
     }
 }
 
-/// `close(2)`, which `Store.close()` hides inside the class.
-private func closeDescriptor(_ descriptor: Int32) {
-    _ = close(descriptor)
+/// An advisory lock (`flock`) on the database file that processes opening it
+/// take turns with: SQLite answers a second `journal_mode = WAL` with
+/// "database is locked" at once, without waiting. SQLite's own locks are
+/// `fcntl` locks, which this neither takes nor disturbs, as long as the
+/// descriptor stays open: closing any descriptor of a file drops every
+/// `fcntl` lock the process holds on it, SQLite's included. So it is closed
+/// only when the store goes.
+private final class OpeningLock: Sendable {
+    private let descriptor: Int32
+
+    init(path: String) {
+        descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    }
+
+    /// Runs `body` while holding the lock (or without it, if the file could
+    /// not be opened: SQLite will say why).
+    func exclusively<T>(_ body: () throws -> T) throws -> T {
+        guard descriptor >= 0 else { return try body() }
+        while flock(descriptor, LOCK_EX) != 0, errno == EINTR {}
+        defer { flock(descriptor, LOCK_UN) }
+        return try body()
+    }
+
+    deinit {
+        if descriptor >= 0 { _ = close(descriptor) }
+    }
 }
