@@ -137,6 +137,7 @@ let package = Package(
                 "DemoServer",
                 "NerdfeedKit",
                 "ExampleSupport",
+                "TextLayout",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -148,6 +149,7 @@ let package = Package(
                 "DemoServer",
                 "SenbeiKit",
                 "ExampleSupport",
+                "TextLayout",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

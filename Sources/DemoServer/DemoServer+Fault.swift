@@ -37,6 +37,10 @@ extension DemoServer {
         case malformedJSON(validItems: Int)
         /// XML that is not well-formed: a bare `&`, a mismatched end tag, no end.
         case malformedXML
+        /// A valid RSS feed whose titles, author and summary hold terminal
+        /// escapes, double-encoded (`&amp;#x1b;`), in CDATA, as C1 controls,
+        /// and bidi overrides: what a hostile feed sends.
+        case hostileText
         /// An XML document whose nested entities expand to gigabytes.
         case xmlBillionLaughs
         /// An XML document that refers to an external entity (a local file).
@@ -77,6 +81,7 @@ extension DemoServer {
             case .huge: return "/faults/huge"
             case .malformedJSON(let validItems): return "/faults/malformed-json?items=\(validItems)"
             case .malformedXML: return "/faults/malformed-xml"
+            case .hostileText: return "/faults/hostile-text"
             case .xmlBillionLaughs: return "/faults/xml-billion-laughs"
             case .xmlExternalEntity: return "/faults/xml-external-entity"
             case .wrongContentType: return "/faults/wrong-content-type"

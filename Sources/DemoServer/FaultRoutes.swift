@@ -98,6 +98,23 @@ enum FaultRoutes {
             // A bare ampersand, a mismatched end tag, and no end to the document.
             xml(#"<?xml version="1.0"?><rss version="2.0"><channel><title>Fish & Chips</title><item><title>Unclosed</item>"#)
         }
+        router.get("/faults/hostile-text") { _, _ in
+            // Well-formed XML (XML forbids a raw ESC, even as &#x1b;): the
+            // escapes arrive once the reader decodes the text's own entities.
+            let items = [
+                (#"Clear &amp;#x1b;[2J the screen"#, "reader", "double-encoded"),
+                (#"<![CDATA[Retitle &#x1b;]0;pwned&#x7; the window]]>"#, "reader", "in CDATA"),
+                (#"C1 &#x9b;31m CSI"#, "reader", "C1"),
+                (#"An author"#, #"&amp;#x1b;[31mEvil&amp;#x1b;[0m"#, "author"),
+                (#"A summary"#, "reader", #"&#x202e;gpj.exe &amp;#x8;&amp;#xd;overwritten"#),
+            ]
+            var body = #"<?xml version="1.0"?><rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/"><channel><title>Hostile</title>"#
+            for (index, item) in items.enumerated() {
+                body += "<item><title>\(item.0)</title><dc:creator>\(item.1)</dc:creator><description>\(item.2)</description>"
+                body += "<link>http://hostile.example/\(index)</link><pubDate>Mon, 23 Nov 2026 10:0\(index):00 GMT</pubDate></item>"
+            }
+            return xml(body + "</channel></rss>")
+        }
         router.get("/faults/xml-billion-laughs") { _, _ in
             var doctype = #"<!DOCTYPE lolz [<!ENTITY lol "lol">"#
             doctype += #"<!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">"#

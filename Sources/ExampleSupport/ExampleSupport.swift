@@ -1,6 +1,7 @@
 import Depot
 import DepotAsyncHTTPClient
 import Foundation
+import TextLayout
 
 /// What the example apps' command-line front ends share: where their cache
 /// lives and which transport they use.
@@ -19,6 +20,13 @@ public enum ExampleSupport {
         }
         try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
         return file
+    }
+
+    /// Writes `lines` to `handle` (standard output by default), each made
+    /// safe for a terminal first (``TextLayout/terminalSafe(_:)``): the one
+    /// way the command-line apps print text that came from the network.
+    public static func write(_ lines: [String], to handle: FileHandle = .standardOutput) {
+        handle.write(Data((lines.map(TextLayout.terminalSafe).joined(separator: "\n") + "\n").utf8))
     }
 
     /// The longest any transfer of a one-shot command (`--once`, `--post`, a

@@ -59,6 +59,7 @@ public final class Terminal: Sendable {
 
     /// Replaces the screen with `lines` in one write.
     public func draw(_ lines: [String]) {
+        // The views make network text safe (TextLayout.fit, terminalSafe) and may add styling of their own.
         write("\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\r\n") + "\u{1B}[J")
     }
 

@@ -5,11 +5,15 @@ import Foundation
 /// Widths are terminal columns: most characters take one, East Asian wide
 /// characters and emoji take two.
 public enum TextLayout {
-    /// Pads or truncates `text` so that `text + trailer` is exactly `width` columns.
+    /// Pads or truncates `text` so that `text + trailer` is exactly `width`
+    /// columns, after ``terminalSafe(_:)``.
     ///
     /// For example: `fit("Shipped it.", trailer: "  @aaronh", width: 24)` is
     /// `"Shipped it.      @aaronh"`; a longer text ends in "…".
     public static func fit(_ text: String, trailer: String, width: Int) -> String {
+        // Measured and cut as printed: controls shown visibly, bidi overrides gone.
+        let text = terminalSafe(text)
+        let trailer = terminalSafe(trailer)
         let room = max(1, width - columns(trailer))
         var head = text
         var used = columns(head)

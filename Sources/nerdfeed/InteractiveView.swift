@@ -2,6 +2,7 @@ import Depot
 import DepotStore
 import ExampleSupport
 import Foundation
+import TextLayout
 import NerdfeedKit
 
 /// The interactive terminal view. It reads only from the app's results
@@ -176,6 +177,7 @@ final class InteractiveView {
         }
         lines.append("")
         lines.append("(marked read — press any key)")
-        return lines.map { "  " + $0 }
+        // Feed text, drawn as is by the terminal: made safe here (the list's rows are, through fit).
+        return lines.map { "  " + TextLayout.terminalSafe($0) }
     }
 }

@@ -120,6 +120,6 @@ struct NerdfeedCommand: AsyncParsableCommand {
         var lines = items.map { NerdfeedPresentation.itemLine($0, width: 100, now: now) }
         if items.isEmpty { lines.append("(no items)") }
         lines.append("-- " + NerdfeedPresentation.statusLine(app.feedStatus.state, offlineMode: offline, now: now))
-        FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+        ExampleSupport.write(lines)
     }
 }

@@ -1,6 +1,7 @@
 import Depot
 import ExampleSupport
 import Foundation
+import TextLayout
 import Observation
 import SenbeiKit
 
@@ -100,7 +101,9 @@ final class SearchView {
         return SenbeiPresentation.searchLines(matches).first ?? ""
     }
 
+    /// `text` made safe for the terminal (names come from the server), cut to `width`.
     private func fit(_ text: String, _ width: Int) -> String {
-        text.count <= width ? text : String(text.prefix(max(0, width - 1))) + "…"
+        let text = TextLayout.terminalSafe(text)
+        return text.count <= width ? text : String(text.prefix(max(0, width - 1))) + "…"
     }
 }

@@ -181,11 +181,11 @@ struct Session {
 
     /// Prints `lines` on standard output.
     func print(_ lines: [String]) {
-        FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+        ExampleSupport.write(lines)
     }
 }
 
 /// Prints `text` on standard error, prefixed with `senbei: `.
 func printError(_ text: String) {
-    FileHandle.standardError.write(Data("senbei: \(text)\n".utf8))
+    ExampleSupport.write(["senbei: \(text)"], to: .standardError)
 }

@@ -141,13 +141,13 @@ struct TimelineCommand: AsyncParsableCommand {
             try recorder.svg().write(to: URL(fileURLWithPath: trace), atomically: true, encoding: .utf8)
             output.append("waterfall written to \(trace)")
         }
-        FileHandle.standardOutput.write(Data((output.joined(separator: "\n") + "\n").utf8))
+        ExampleSupport.write(output)
         await embedded?.stop()
         if let failure { throw failure }
         if stillQueued > 0 {
             let reason = (try? await app.outbox.entries().first?.lastError).flatMap { $0 } ?? "the server did not answer"
             let sentence = "\(stillQueued) \(stillQueued == 1 ? "post stays" : "posts stay") queued, to be sent when online (\(reason))"
-            FileHandle.standardError.write(Data((sentence + "\n").utf8))
+            ExampleSupport.write([sentence], to: .standardError)
             throw ExitCode(1)
         }
         if app.sentPosts.contains(where: { if case .rejected = $0.state { true } else { false } }) {

@@ -94,4 +94,31 @@ struct CommandLineTests {
             #expect(second.status.hasPrefix("sync failed"), "\(second.status)")
         }
     }
+
+    /// A feed whose titles, authors and summaries hold terminal escapes
+    /// (double-encoded, in CDATA, C1, bidi overrides): `--once` prints them
+    /// visibly and harmlessly; `--json` keeps the real text, escaped.
+    @Test func hostileTextNeverReachesTheTerminalAsControls() async throws {
+        let folder = try Executables.temporaryFolder("nerdfeed-cli")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = folder.appending(path: "cache.sqlite").path
+        try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
+            let feed = server.url(for: .hostileText).absoluteString
+            let run = try await Self.nerdfeed(["--once", "--feed", feed, "--songs", server.baseURL.absoluteString, "--cache", cache])
+            #expect(run.status == 0, "\(run.error)")
+            let unsafe = run.output.unicodeScalars.filter { scalar in
+                (scalar.value < 0x20 && scalar != "\n") || (0x7F...0x9F).contains(scalar.value)
+                    || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
+            }
+            #expect(unsafe.isEmpty, "\(unsafe.map { String($0.value, radix: 16) })")
+            #expect(run.output.contains("Clear ␛[2J the screen"), "\(run.output)")
+            #expect(run.output.contains("Retitle ␛]0;pwned␇ the window"), "\(run.output)")
+            #expect(run.output.contains("C1 \u{FFFD}31m CSI"), "\(run.output)")
+            #expect(run.output.contains("A summary"))
+            let json = try await Self.nerdfeed(["--json", "--feed", feed, "--songs", server.baseURL.absoluteString, "--cache", cache])
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+            let titles = (object["items"] as? [[String: Any]] ?? []).compactMap { $0["title"] as? String }
+            #expect(titles.contains("Clear \u{1B}[2J the screen"), "the cache keeps the real text: \(titles)")
+        }
+    }
 }

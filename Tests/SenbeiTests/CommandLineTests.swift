@@ -123,4 +123,28 @@ struct CommandLineTests {
             #expect(lines.contains("created contact Zoe Quinn"))
         }
     }
+
+    /// A task name holding escapes (a careless user, a hostile server) is
+    /// printed visibly, never as controls: when it is made and in the list.
+    @Test func aTaskNameWithEscapesIsPrintedHarmlessly() async throws {
+        let folder = try Executables.temporaryFolder("senbei-cli")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await DemoServer.withRunning(.init(port: 0, seed: 7)) { server in
+            let created = try await Self.senbei(["new-task", "\u{1B}[2JEvil \u{9B}31m\u{202E}task"], server: server, folder: folder)
+            #expect(created.status == 0, "\(created.error)")
+            #expect(terminalControls(in: created.output + created.error).isEmpty, "\(created.output)")
+            let tasks = try await Self.senbei(["tasks"], server: server, folder: folder)
+            #expect(tasks.status == 0, "\(tasks.error)")
+            #expect(terminalControls(in: tasks.output).isEmpty)
+            #expect(tasks.output.contains("␛[2JEvil \u{FFFD}31mtask"), "\(tasks.output)")
+        }
+    }
+}
+
+/// The scalars of `text` a terminal would act on (newlines aside).
+func terminalControls(in text: String) -> [String] {
+    text.unicodeScalars.filter { scalar in
+        (scalar.value < 0x20 && scalar != "\n") || (0x7F...0x9F).contains(scalar.value)
+            || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
+    }.map { String($0.value, radix: 16) }
 }

@@ -112,4 +112,23 @@ struct CommandLineTests {
             #expect(try JSONDecoder().decode(DemoServer.Stats.self, from: stats).requests["POST /_control", default: 0] == 0)
         }
     }
+
+    /// A post holding escapes is printed visibly by `--post` and `--once`.
+    @Test func aPostWithEscapesIsPrintedHarmlessly() async throws {
+        let folder = try Executables.temporaryFolder("timeline-cli")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = folder.appending(path: "cache.sqlite").path
+        try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
+            let text = "\u{1B}]0;pwned\u{7}\u{1B}[2J hi\u{202E}"
+            let post = try await Self.timeline(["--post", text, "--server", server.baseURL.absoluteString, "--cache", cache])
+            #expect(post.status == 0, "\(post.error)")
+            let once = try await Self.timeline(["--once", "--server", server.baseURL.absoluteString, "--cache", cache])
+            #expect(once.status == 0, "\(once.error)")
+            for output in [post.output, once.output] {
+                let controls = output.unicodeScalars.filter { ($0.value < 0x20 && $0 != "\n") || (0x7F...0x9F).contains($0.value) || (0x202A...0x202E).contains($0.value) }
+                #expect(controls.isEmpty, "\(output)")
+                #expect(output.contains("␛]0;pwned␇␛[2J hi"), "\(output)")
+            }
+        }
+    }
 }

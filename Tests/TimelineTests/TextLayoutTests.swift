@@ -43,4 +43,21 @@ struct TextLayoutTests {
         #expect(TextLayout.fit("日本語", trailer: "", width: 4) == "日… ")
         #expect(TextLayout.columns(TextLayout.fit("日本語テキスト", trailer: "|", width: 9)) == 9)
     }
+
+    /// What a terminal would act on is shown, dropped or made a space;
+    /// everything else stays as it is.
+    @Test func terminalSafeTextHasNothingATerminalActsOn() {
+        #expect(TextLayout.terminalSafe("\u{1B}[2JHi") == "␛[2JHi")
+        #expect(TextLayout.terminalSafe("ring\u{7}") == "ring␇")
+        #expect(TextLayout.terminalSafe("back\u{8}space") == "back␈space")
+        #expect(TextLayout.terminalSafe("a\tb\nc\rd") == "a b c d")
+        #expect(TextLayout.terminalSafe("del\u{7F}") == "del␡")
+        #expect(TextLayout.terminalSafe("c1 \u{9B}31m") == "c1 \u{FFFD}31m")
+        #expect(TextLayout.terminalSafe("\u{202E}gpj.exe\u{2066}x\u{2069}") == "gpj.exex")
+        #expect(TextLayout.terminalSafe("Zoë 日本 🥟") == "Zoë 日本 🥟")
+        // Every line the apps fit is safe too, and measured as it prints.
+        let fitted = TextLayout.fit("\u{1B}]0;pwned\u{7}", trailer: "\u{1B}[31m", width: 20)
+        #expect(!fitted.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
+        #expect(TextLayout.columns(fitted) == 20)
+    }
 }
