@@ -258,6 +258,7 @@ let package = Package(
             dependencies: [
                 "DemoServer",
                 "DepotTesting",
+                "CLITestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -10,34 +10,39 @@ struct DepotServerCommand: AsyncParsableCommand {
         abstract: "A local HTTP backend for Depot's example apps: forum RSS/Atom and top songs, with ETags. Every GET route also answers HEAD."
     )
 
-    @Option(help: "The port to listen on; 0 picks a free one and prints it.")
+    @Option(parsing: .unconditional, help: "The port to listen on; 0 picks a free one and prints it.")
     var port: Int = 8080
 
     @Option(help: "The address to bind (loopback only).")
     var host: String = "127.0.0.1"
 
-    @Option(help: "The seed all generated data comes from.")
+    @Option(parsing: .unconditional, help: "The seed all generated data comes from.")
     var seed: UInt64 = 1
 
-    @Option(help: "Seconds between new forum posts.")
+    @Option(parsing: .unconditional, help: "Seconds between new forum posts.")
     var postInterval: Int = 60
 
-    @Option(help: "How many forum posts exist at start (the feeds show the newest 50, or ?limit=N up to 20,000).")
+    @Option(parsing: .unconditional, help: "How many forum posts exist at start (the feeds show the newest 50, or ?limit=N up to 20,000).")
     var initialPosts: Int = 20
 
-    @Option(help: "Delay before every response, in milliseconds.")
+    @Option(parsing: .unconditional, help: "Delay before every response, in milliseconds.")
     var latency: Int?
 
-    @Option(help: "Stream bodies in paced chunks at this many kilobits per second.")
+    @Option(parsing: .unconditional, help: "Stream bodies in paced chunks at this many kilobits per second.")
     var bandwidth: Int?
 
-    @Option(help: "The fraction of requests (0...1) answered with 503.")
+    @Option(parsing: .unconditional, help: "The fraction of requests (0...1) answered with 503.")
     var failRate: Double?
 
     mutating func validate() throws {
         if let failRate, !(0...1).contains(failRate) {
             throw ValidationError("--fail-rate must be between 0 and 1")
         }
+        guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535 (0 picks a free port)") }
+        guard (1...86_400).contains(postInterval) else { throw ValidationError("--post-interval must be between 1 and 86400 seconds") }
+        guard (0...20_000).contains(initialPosts) else { throw ValidationError("--initial-posts must be between 0 and 20000") }
+        if let latency, !(0...600_000).contains(latency) { throw ValidationError("--latency must be between 0 and 600000 milliseconds") }
+        if let bandwidth, !(1...10_000_000).contains(bandwidth) { throw ValidationError("--bandwidth must be between 1 and 10000000 kbit/s") }
     }
 
     mutating func run() async throws {

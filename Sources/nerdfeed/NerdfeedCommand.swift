@@ -24,7 +24,7 @@ struct NerdfeedCommand: AsyncParsableCommand {
     @Option(help: "The base URL of the top-songs service, which serves topsongs/limit=N/json (default: the embedded server).")
     var songs: String?
 
-    @Option(help: "The port of the embedded depot-server. A fixed port keeps item links, and so the cache, the same from run to run.")
+    @Option(parsing: .unconditional, help: "The port of the embedded depot-server (0 picks a free one). A fixed port keeps item links, and so the cache, the same from run to run.")
     var port = 8088
 
     @Option(help: "The cache file (default: $XDG_CACHE_HOME/nerdfeed/cache.sqlite or ~/.cache/nerdfeed/cache.sqlite).")
@@ -39,11 +39,17 @@ struct NerdfeedCommand: AsyncParsableCommand {
     @Flag(help: "Use the cache only: make no request.")
     var offline = false
 
-    @Option(help: "Seconds between automatic refreshes in the interactive view.")
+    @Option(parsing: .unconditional, help: "Seconds between automatic refreshes in the interactive view.")
     var refreshInterval = 60
 
-    @Option(help: "How many items to print with --once.")
+    @Option(parsing: .unconditional, help: "How many items to print with --once.")
     var limit = 50
+
+    func validate() throws {
+        guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535 (0 picks a free port)") }
+        guard limit >= 0 else { throw ValidationError("--limit cannot be negative") }
+        guard (1...86_400).contains(refreshInterval) else { throw ValidationError("--refresh-interval must be between 1 and 86400 seconds") }
+    }
 
     @MainActor
     mutating func run() async throws {
@@ -90,19 +96,23 @@ struct NerdfeedCommand: AsyncParsableCommand {
             // A one-shot run prints what it has and says why, instead of waiting for a network.
             waitsForNetwork: !(once || json || !Terminal.isInteractive))
 
+        var syncFailed = false
         if once || json || !Terminal.isInteractive {
-            try await printOnce(app)
+            syncFailed = try await printOnce(app)
         } else {
             let view = InteractiveView(app: app, controller: controller, offline: offline)
             await view.run()
         }
         _ = await controller.shutdown(grace: .seconds(2))
         await server?.stop()
+        // The list and its error line are printed; a script can still tell.
+        if syncFailed { throw ExitCode(1) }
     }
 
     /// `--once` and `--json`: wait for the sync (unless offline), print, return.
+    /// - Returns: Whether the sync failed (the cached list was printed with the error line).
     @MainActor
-    func printOnce(_ app: NerdfeedApp) async throws {
+    func printOnce(_ app: NerdfeedApp) async throws -> Bool {
         if !offline {
             await app.refresh()
             // The refresh has committed; make sure the results show that commit
@@ -115,11 +125,12 @@ struct NerdfeedCommand: AsyncParsableCommand {
         if json {
             let data = try NerdfeedPresentation.json(items: items, songs: app.songs.fetchedObjects, feed: app.feedStatus.state, offlineMode: offline, now: now)
             FileHandle.standardOutput.write(data + Data("\n".utf8))
-            return
+            return !offline && app.feedStatus.state.lastError != nil
         }
         var lines = items.map { NerdfeedPresentation.itemLine($0, width: 100, now: now) }
         if items.isEmpty { lines.append("(no items)") }
         lines.append("-- " + NerdfeedPresentation.statusLine(app.feedStatus.state, offlineMode: offline, now: now))
         ExampleSupport.write(lines)
+        return !offline && app.feedStatus.state.lastError != nil
     }
 }

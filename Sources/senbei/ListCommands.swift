@@ -23,7 +23,7 @@ extension CommandConfiguration {
 extension ListSubcommand {
     @MainActor
     func list() async throws {
-        guard page >= 1 else { throw ValidationError("--page starts at 1") }
+        guard page >= 1 else { throw ValidationError("--page must be at least 1") }
         try await Session.run(options) { session in
             let result = try await session.withLogin { () async throws(DepotError) in
                 try await session.app.loadPage(Self.kind, page: page, refresh: refresh)
@@ -37,7 +37,7 @@ struct AccountsCommand: ListSubcommand {
     static let kind = EntityKind.accounts
     static let configuration = CommandConfiguration.list(.accounts)
     @OptionGroup var options: ServerOptions
-    @Option(help: "The page, from 1.") var page = 1
+    @Option(parsing: .unconditional, help: "The page, from 1.") var page = 1
     @Flag(help: "Ask the server even when the cache is fresh.") var refresh = false
     @MainActor func run() async throws { try await list() }
 }
@@ -46,7 +46,7 @@ struct ContactsCommand: ListSubcommand {
     static let kind = EntityKind.contacts
     static let configuration = CommandConfiguration.list(.contacts)
     @OptionGroup var options: ServerOptions
-    @Option(help: "The page, from 1.") var page = 1
+    @Option(parsing: .unconditional, help: "The page, from 1.") var page = 1
     @Flag(help: "Ask the server even when the cache is fresh.") var refresh = false
     @MainActor func run() async throws { try await list() }
 }
@@ -55,7 +55,7 @@ struct LeadsCommand: ListSubcommand {
     static let kind = EntityKind.leads
     static let configuration = CommandConfiguration.list(.leads)
     @OptionGroup var options: ServerOptions
-    @Option(help: "The page, from 1.") var page = 1
+    @Option(parsing: .unconditional, help: "The page, from 1.") var page = 1
     @Flag(help: "Ask the server even when the cache is fresh.") var refresh = false
     @MainActor func run() async throws { try await list() }
 }
@@ -64,7 +64,7 @@ struct OpportunitiesCommand: ListSubcommand {
     static let kind = EntityKind.opportunities
     static let configuration = CommandConfiguration.list(.opportunities)
     @OptionGroup var options: ServerOptions
-    @Option(help: "The page, from 1.") var page = 1
+    @Option(parsing: .unconditional, help: "The page, from 1.") var page = 1
     @Flag(help: "Ask the server even when the cache is fresh.") var refresh = false
     @MainActor func run() async throws { try await list() }
 }
@@ -73,7 +73,7 @@ struct CampaignsCommand: ListSubcommand {
     static let kind = EntityKind.campaigns
     static let configuration = CommandConfiguration.list(.campaigns)
     @OptionGroup var options: ServerOptions
-    @Option(help: "The page, from 1.") var page = 1
+    @Option(parsing: .unconditional, help: "The page, from 1.") var page = 1
     @Flag(help: "Ask the server even when the cache is fresh.") var refresh = false
     @MainActor func run() async throws { try await list() }
 }

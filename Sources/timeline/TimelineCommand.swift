@@ -37,7 +37,7 @@ struct TimelineCommand: AsyncParsableCommand {
     @Option(help: "Post this text, then quit at once: the post is stored first, then sent within the grace period (or on a later run); avatars are cancelled.")
     var post: String?
 
-    @Option(help: "Seconds (fractions too, such as 0.5) that posts get to go out when quitting.")
+    @Option(parsing: .unconditional, help: "Seconds (fractions too, such as 0.5) that posts get to go out when quitting.")
     var grace = 10.0
 
     @Option(help: "The handle to post as.")
@@ -46,10 +46,10 @@ struct TimelineCommand: AsyncParsableCommand {
     @Flag(help: "Send the posts waiting from earlier runs, refresh, fetch the avatars, print the timeline and exit.")
     var once = false
 
-    @Option(help: "Seconds between automatic refreshes in the interactive view.")
+    @Option(parsing: .unconditional, help: "Seconds between automatic refreshes in the interactive view.")
     var refreshInterval = 30
 
-    @Option(help: "Avatar size in bytes on the embedded server.")
+    @Option(parsing: .unconditional, help: "Avatar size in bytes on the embedded server.")
     var avatarBytes = 20_000
 
     func validate() throws {

@@ -23,6 +23,17 @@ public enum Executables {
         return try await spawn(executable.path, arguments, environment: environment, killAfter: killAfter)
     }
 
+    /// Runs `name` with each bad argument list and checks that it refuses
+    /// it as a user error: exit status 64, and `message` in one line of
+    /// standard error. Never a crash (a signal), never a hang.
+    public static func refuses(_ name: String, _ table: [(arguments: [String], message: String)], sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        for (arguments, message) in table {
+            let run = try await run(name, arguments)
+            #expect(run.status == 64, "\(name) \(arguments.joined(separator: " ")): status \(run.status), \(run.error)", sourceLocation: sourceLocation)
+            #expect(run.error.contains(message), "\(name) \(arguments.joined(separator: " ")): \(run.error)", sourceLocation: sourceLocation)
+        }
+    }
+
     /// A new empty folder under the temporary directory.
     public static func temporaryFolder(_ prefix: String) throws -> URL {
         let folder = FileManager.default.temporaryDirectory.appending(path: "\(prefix)-\(UUID().uuidString)")

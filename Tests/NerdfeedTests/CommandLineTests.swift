@@ -51,9 +51,10 @@ struct CommandLineTests {
         #expect(lines.last?.hasPrefix("-- offline — showing cached data from") == true, "\(text.output)")
 
         // Without --offline, a one-shot run against the gone server does not wait
-        // for a network: it tries once, then prints the cached list and says why.
+        // for a network: it tries once, then prints the cached list and says
+        // why, with exit status 1 (the sync failed).
         let unreachable = try await Self.nerdfeed(["--once", "--feed", feed, "--songs", server.baseURL.absoluteString, "--cache", cache])
-        #expect(unreachable.status == 0, "\(unreachable.error)")
+        #expect(unreachable.status == 1, "\(unreachable.error)")
         let fallback = unreachable.output.split(separator: "\n")
         #expect(fallback.count == synced.links.count + 1, "\(unreachable.output)")
         #expect(fallback.last?.hasPrefix("-- offline — showing cached data from") == true, "\(unreachable.output)")
@@ -121,4 +122,32 @@ struct CommandLineTests {
             #expect(titles.contains("Clear \u{1B}[2J the screen"), "the cache keeps the real text: \(titles)")
         }
     }
+
+    /// Every numeric argument out of range is one clear sentence, exit 64.
+    @Test func badArgumentsAreRefusedInOneSentence() async throws {
+        try await Executables.refuses("nerdfeed", [
+            (["--limit", "-1"], "--limit cannot be negative"),
+            (["--limit=-1", "--once", "--offline"], "--limit cannot be negative"),
+            (["--limit", "many"], "The value 'many' is invalid for '--limit <limit>'"),
+            (["--port", "70000"], "--port must be between 0 and 65535"),
+            (["--port", "-5"], "--port must be between 0 and 65535"),
+            (["--refresh-interval", "0"], "--refresh-interval must be between 1 and 86400 seconds"),
+            (["--feed", "not a url", "--once"], "--feed needs an absolute URL"),
+            (["--bogus"], "Unknown option '--bogus'"),
+        ])
+    }
+
+    /// A sync that fails still prints the cached list with its error line,
+    /// and says so with exit status 1, for scripts.
+    @Test func aFailedSyncExitsOneAfterPrintingTheCache() async throws {
+        let folder = try Executables.temporaryFolder("nerdfeed-cli")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let cache = folder.appending(path: "cache.sqlite").path
+        for mode in ["--once", "--json"] {
+            let run = try await Self.nerdfeed([mode, "--feed", "http://127.0.0.1:9/rss", "--songs", "http://127.0.0.1:9", "--cache", cache])
+            #expect(run.status == 1, "\(mode): \(run.status) \(run.error)")
+            #expect(run.output.contains("offline — nothing cached yet"), "\(mode): \(run.output)")
+        }
+    }
+
 }

@@ -139,6 +139,19 @@ struct CommandLineTests {
             #expect(tasks.output.contains("␛[2JEvil \u{FFFD}31mtask"), "\(tasks.output)")
         }
     }
+
+    /// Bad numbers are one clear sentence, exit 64, before any request.
+    @Test func badArgumentsAreRefusedInOneSentence() async throws {
+        try await Executables.refuses("senbei", [
+            (["contacts", "--page", "-1"], "--page must be at least 1"),
+            (["leads", "--page", "0"], "--page must be at least 1"),
+            (["contacts", "--page", "two"], "The value 'two' is invalid for '--page <page>'"),
+            (["done", "abc"], "The value 'abc' is invalid for '<id>'"),
+            (["comments"], "name one record"),
+            (["tasks", "--bogus"], "Unknown option '--bogus'"),
+        ])
+    }
+
 }
 
 /// The scalars of `text` a terminal would act on (newlines aside).

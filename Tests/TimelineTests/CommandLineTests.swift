@@ -131,4 +131,15 @@ struct CommandLineTests {
             }
         }
     }
+
+    /// Bad numbers are one clear sentence, exit 64.
+    @Test func badNumbersAreRefusedInOneSentence() async throws {
+        try await Executables.refuses("timeline", [
+            (["--grace", "-1"], "--grace must be between 0 and 3600 seconds"),
+            (["--refresh-interval", "-3"], "--refresh-interval must be at least 1 second"),
+            (["--avatar-bytes", "5"], "--avatar-bytes must be between 100 and 10000000"),
+            (["--server", "nowhere", "--once"], "--server needs an absolute URL"),
+        ])
+    }
+
 }
