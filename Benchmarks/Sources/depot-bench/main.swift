@@ -2,8 +2,8 @@
 //
 //   swift run -c release --package-path Benchmarks depot-bench transport [requests] [repeats]
 //
-// `serve` is used internally: the transport benchmark starts this binary again
-// as its loopback server, so server CPU is not counted as client CPU.
+// `serve` is used internally: the transport and outbox benchmarks start this
+// binary again as their loopback server, so server CPU is not counted as client CPU.
 import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -24,9 +24,11 @@ case "nerdfeed":
     try await NerdfeedBench.run(binaries: arguments.count > 1 ? arguments[1] : ".build/release", repeats: arguments.count > 2 ? Int(arguments[2]) ?? 3 : 3)
 case "overhead":
     try await OverheadBench.run(operations: arguments.count > 1 ? Int(arguments[1]) ?? 100_000 : 100_000)
+case "outbox":
+    try await OutboxBench.run(count: arguments.count > 1 ? Int(arguments[1]) ?? 1000 : 1000, rounds: arguments.count > 2 ? Int(arguments[2]) ?? 5 : 5)
 case "allocations":
     try await AllocationBench.run(operations: arguments.count > 1 ? Int(arguments[1]) ?? 10_000 : 10_000)
 default:
-    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | allocations [operations] | ingest [items] [repeats] | changesets [rows] [repeats] | conditions [trace folder] | nerdfeed [release bin folder] [repeats] | serve]")
+    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | allocations [operations] | ingest [items] [repeats] | outbox [count] [rounds] | changesets [rows] [repeats] | conditions [trace folder] | nerdfeed [release bin folder] [repeats] | serve]")
     exit(2)
 }
