@@ -211,6 +211,8 @@ struct OutboxModelTests {
                     refreshes += 1
                     let pending = try await Self.pendingTexts(session.store)
                     refreshedWhilePending += pending.isEmpty ? 0 : 1
+                    // The counts kept in memory agree with the table.
+                    #expect(try await session.outbox.snapshot().pendingCount == pending.count, "\(context)")
                     let shown = try await session.store.read { db in try String.fetchAll(db, sql: "SELECT text FROM modelPost") }
                     let expected = try await Self.serverTexts(server) + pending
                     #expect(shown.sorted() == expected.sorted(), "\(context): shown \(shown.sorted()), server + pending \(expected.sorted())")

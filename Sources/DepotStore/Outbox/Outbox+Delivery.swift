@@ -88,6 +88,7 @@ extension Outbox {
             switch disposition {
             case .decided(let step):
                 failures = 0
+                if step == .failed { invalidateCounts() } else { adjustPending(by: -1) }
                 await changed(key, step)
             case .again(let error):
                 state.withLock { _ = $0.inFlight.remove(key) }

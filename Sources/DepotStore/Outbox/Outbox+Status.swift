@@ -8,14 +8,45 @@ extension Outbox {
     // MARK: - Status
 
     /// What the outbox holds now.
+    ///
+    /// The counts are kept in memory as this outbox changes the queue, so a
+    /// snapshot usually reads no database; ``start()`` counts again.
     public func snapshot() async throws(DepotError) -> OutboxSnapshot {
-        let (pending, failed) = try await store.read { db in
-            let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(OutboxTable.name) WHERE state = 'pending'") ?? 0
-            let failed = try Row.fetchAll(db, sql: "SELECT * FROM \(OutboxTable.name) WHERE state = 'failed' ORDER BY id").map(OutboxTable.entry)
-            return (pending, failed)
+        let (known, generation) = state.withLock { ($0.counted, $0.countGeneration) }
+        let counts: (pending: Int, failed: [OutboxEntry])
+        if let known {
+            counts = known
+        } else {
+            counts = try await store.read { db in
+                let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(OutboxTable.name) WHERE state = 'pending'") ?? 0
+                let failed = try Row.fetchAll(db, sql: "SELECT * FROM \(OutboxTable.name) WHERE state = 'failed' ORDER BY id").map(OutboxTable.entry)
+                return (pending, failed)
+            }
+            state.withLock { state in
+                if state.countGeneration == generation { state.counted = counts }
+            }
         }
         let (isSending, held, rolledBack) = state.withLock { (!$0.inFlight.isEmpty, $0.held, $0.rolledBack) }
-        return OutboxSnapshot(pendingCount: pending, isSending: isSending, heldLanes: held, failed: failed, rolledBack: rolledBack)
+        return OutboxSnapshot(pendingCount: counts.pending, isSending: isSending, heldLanes: held, failed: counts.failed, rolledBack: rolledBack)
+    }
+
+    /// A pending entry was added (+1) or decided (-1).
+    func adjustPending(by delta: Int) {
+        state.withLock { state in
+            if state.counted != nil {
+                state.counted!.pending += delta
+            } else {
+                state.countGeneration += 1
+            }
+        }
+    }
+
+    /// The counts are read again at the next snapshot.
+    func invalidateCounts() {
+        state.withLock { state in
+            state.counted = nil
+            state.countGeneration += 1
+        }
     }
 
     /// Every change of the outbox, starting with its state now. The sequence

@@ -58,6 +58,13 @@ public final class Outbox: Sendable {
         var loops: [String: Task<Void, Never>] = [:]
         /// Lanes stopped by a 401.
         var held: Set<String> = []
+        /// The queue's counts, kept as the outbox changes it (a snapshot then
+        /// reads no database); `nil` until read, and after a change that is
+        /// easier to read again (a failure, a retry, a discard).
+        var counted: (pending: Int, failed: [OutboxEntry])?
+        /// Bumped by every change while `counted` is `nil`, so that a read
+        /// that raced one is not kept.
+        var countGeneration: UInt64 = 0
         /// Lanes in their backoff pause after a failure.
         var pausing: Set<String> = []
         /// Entries taken by a delivery loop and not yet decided.
@@ -141,6 +148,7 @@ public final class Outbox: Sendable {
             try mutation.applyOptimistically(db)
             return id
         }
+        adjustPending(by: 1)
         // Told before the lane starts, so `queued` comes before `sending`.
         await changed(id, .queued)
         kick(lane)
@@ -153,6 +161,8 @@ public final class Outbox: Sendable {
         let lanes = try await store.read { db in
             try String.fetchAll(db, sql: "SELECT DISTINCT lane FROM \(OutboxTable.name) WHERE state = 'pending'")
         }
+        // Another process may have changed the table: count it again.
+        invalidateCounts()
         for lane in lanes { kick(lane) }
     }
 
@@ -245,6 +255,7 @@ public final class Outbox: Sendable {
             throw error
         }
         resolve(key, .failure(error), step: .discarded)
+        invalidateCounts()
         await changed(key, .discarded)
     }
 
@@ -256,6 +267,7 @@ public final class Outbox: Sendable {
         }
         guard let lane else { throw DepotError(.invalidRequest, detail: "no outbox entry \(id)") }
         state.withLock { _ = $0.outcomes.removeValue(forKey: id.rawValue) }
+        invalidateCounts()
         await changed(id.rawValue, .requeued)
         kick(lane)
     }
