@@ -88,7 +88,6 @@ extension Outbox {
             switch disposition {
             case .decided(let step):
                 failures = 0
-                if step == .failed { invalidateCounts() } else { adjustPending(by: -1) }
                 await changed(key, step)
             case .again(let error):
                 state.withLock { _ = $0.inFlight.remove(key) }
@@ -166,7 +165,7 @@ extension Outbox {
         let status = response.status
         if (200..<300).contains(status) {
             do {
-                try await store.write { db in
+                try await queueWrite(pendingDelta: -1) { db in
                     try mutation.commit(response, db)
                     try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
                 }
@@ -190,7 +189,7 @@ extension Outbox {
     /// A permanent failure: roll back and remove, in one transaction.
     private func rollBack<M: Mutation>(_ mutation: M, key: Int64, error: DepotError) async -> Disposition {
         do {
-            try await store.write { db in
+            try await queueWrite(pendingDelta: -1) { db in
                 try mutation.rollback(error, db)
                 try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
             }
@@ -208,7 +207,7 @@ extension Outbox {
     /// Marks an entry failed: it stays, blocks nothing, and can be retried or discarded.
     private func fail(_ entry: OutboxEntry, _ error: DepotError, because reason: String) async -> Disposition {
         let key = entry.id.rawValue
-        _ = try? await store.write { db in
+        _ = try? await queueWrite(pendingDelta: nil) { db in
             try db.execute(sql: "UPDATE \(OutboxTable.name) SET state = 'failed', lastError = ? WHERE id = ?", arguments: [reason, key])
         }
         resolve(key, .failure(error), step: .failed)

@@ -12,7 +12,7 @@ extension Outbox {
     /// The counts are kept in memory as this outbox changes the queue, so a
     /// snapshot usually reads no database; ``start()`` counts again.
     public func snapshot() async throws(DepotError) -> OutboxSnapshot {
-        let (known, generation) = state.withLock { ($0.counted, $0.countGeneration) }
+        let (known, generation, busy) = state.withLock { ($0.counted, $0.countGeneration, $0.countChanges > 0) }
         let counts: (pending: Int, failed: [OutboxEntry])
         if let known {
             counts = known
@@ -23,20 +23,36 @@ extension Outbox {
                 return (pending, failed)
             }
             state.withLock { state in
-                if state.countGeneration == generation { state.counted = counts }
+                if !busy, state.countChanges == 0, state.countGeneration == generation { state.counted = counts }
             }
         }
         let (isSending, held, rolledBack) = state.withLock { (!$0.inFlight.isEmpty, $0.held, $0.rolledBack) }
         return OutboxSnapshot(pendingCount: counts.pending, isSending: isSending, heldLanes: held, failed: counts.failed, rolledBack: rolledBack)
     }
 
-    /// A pending entry was added (+1) or decided (-1).
-    func adjustPending(by delta: Int) {
+    /// A write that changes the queue; the kept counts follow it: on
+    /// success pending changes by `pendingDelta` (`nil`: count again).
+    func queueWrite<T: Sendable>(pendingDelta: Int?, _ updates: @escaping @Sendable (Database) throws -> T) async throws(DepotError) -> T {
+        state.withLock { $0.countChanges += 1 }
+        let value: T
+        do {
+            value = try await store.write(updates)
+        } catch {
+            endQueueWrite(pendingDelta: 0)  // rolled back: nothing changed
+            throw error
+        }
+        endQueueWrite(pendingDelta: pendingDelta)
+        return value
+    }
+
+    private func endQueueWrite(pendingDelta: Int?) {
         state.withLock { state in
-            if state.counted != nil {
-                state.counted!.pending += delta
+            state.countChanges -= 1
+            state.countGeneration += 1
+            if let pendingDelta, state.counted != nil {
+                state.counted!.pending += pendingDelta
             } else {
-                state.countGeneration += 1
+                state.counted = nil
             }
         }
     }

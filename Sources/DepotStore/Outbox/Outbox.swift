@@ -62,9 +62,12 @@ public final class Outbox: Sendable {
         /// reads no database); `nil` until read, and after a change that is
         /// easier to read again (a failure, a retry, a discard).
         var counted: (pending: Int, failed: [OutboxEntry])?
-        /// Bumped by every change while `counted` is `nil`, so that a read
-        /// that raced one is not kept.
+        /// Bumped by every change of the queue, so that a count read that
+        /// raced one is not kept.
         var countGeneration: UInt64 = 0
+        /// Writes of the queue under way: a count read while one is may or
+        /// may not include it, so it is not kept.
+        var countChanges = 0
         /// Lanes in their backoff pause after a failure.
         var pausing: Set<String> = []
         /// Entries taken by a delivery loop and not yet decided.
@@ -140,7 +143,7 @@ public final class Outbox: Sendable {
         let key = UUID().uuidString
         let now = store.currentDate()
         let lane = mutation.lane
-        let id = try await store.write { db in
+        let id = try await queueWrite(pendingDelta: 1) { db in
             try db.execute(
                 sql: "INSERT INTO \(OutboxTable.name) (typeName, lane, payload, idempotencyKey, createdAt) VALUES (?, ?, ?, ?, ?)",
                 arguments: [M.typeName, lane, payload, key, now])
@@ -148,7 +151,6 @@ public final class Outbox: Sendable {
             try mutation.applyOptimistically(db)
             return id
         }
-        adjustPending(by: 1)
         // Told before the lane starts, so `queued` comes before `sending`.
         await changed(id, .queued)
         kick(lane)
@@ -237,7 +239,7 @@ public final class Outbox: Sendable {
         guard taken else { throw DepotError(.invalidRequest, detail: "outbox entry \(id) is being sent") }
         let error = DepotError(.cancelled, detail: "discarded")
         do throws(DepotError) {
-            let found = try await store.write { [types] db -> Bool in
+            let found = try await queueWrite(pendingDelta: nil) { [types] db -> Bool in
                 guard let row = try Row.fetchOne(db, sql: "SELECT * FROM \(OutboxTable.name) WHERE id = ?", arguments: [key]) else { return false }
                 // A mutation that cannot be rebuilt has nothing to roll back with.
                 if let type = types[row["typeName"]], let mutation = try? Self.rebuild(type, from: row["payload"]) {
@@ -255,19 +257,17 @@ public final class Outbox: Sendable {
             throw error
         }
         resolve(key, .failure(error), step: .discarded)
-        invalidateCounts()
         await changed(key, .discarded)
     }
 
     /// Puts a failed entry back in its lane.
     public func retry(_ id: OutboxEntry.ID) async throws(DepotError) {
-        let lane = try await store.write { db in
+        let lane = try await queueWrite(pendingDelta: nil) { db in
             try db.execute(sql: "UPDATE \(OutboxTable.name) SET state = 'pending' WHERE id = ?", arguments: [id.rawValue])
             return try String.fetchOne(db, sql: "SELECT lane FROM \(OutboxTable.name) WHERE id = ?", arguments: [id.rawValue])
         }
         guard let lane else { throw DepotError(.invalidRequest, detail: "no outbox entry \(id)") }
         state.withLock { _ = $0.outcomes.removeValue(forKey: id.rawValue) }
-        invalidateCounts()
         await changed(id.rawValue, .requeued)
         kick(lane)
     }
