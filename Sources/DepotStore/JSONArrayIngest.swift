@@ -1,5 +1,4 @@
 import Depot
-import Dispatch
 import Foundation
 import GRDB
 
@@ -47,27 +46,19 @@ public enum JSONArrayIngest {
         into db: Database,
         _ write: (Database, [Element]) throws -> Void
     ) throws -> Int {
-        let pipe = ChunkPipe<[Element]>(capacity: 4)
         let chunkSize = max(1, chunkSize)
-        DispatchQueue.global(qos: .userInitiated).async {
-            do {
-                try JSONArraySplitter.forEachChunk(of: data, elements: chunkSize) { bytes in
-                    let chunk = try decoder().decode([Element].self, from: bytes)
-                    return pipe.put(.success(chunk))
-                }
-                _ = pipe.put(nil)
-            } catch {
-                _ = pipe.put(.failure(error))
-            }
-        }
-        // Whatever happens, stop the producer and wait for it before returning.
-        defer { pipe.closeAndDrain() }
         var count = 0
-        while let next = pipe.take() {
-            let chunk = try next.get()
-            try write(db, chunk)
-            count += chunk.count
-        }
+        try OverlappedIngest.run(
+            produce: { yield in
+                try JSONArraySplitter.forEachChunk(of: data, elements: chunkSize) { bytes in
+                    try yield(decoder().decode([Element].self, from: bytes))
+                }
+            },
+            consume: { chunk in
+                try write(db, chunk)
+                count += chunk.count
+            }
+        )
         return count
     }
 }
@@ -75,9 +66,9 @@ public enum JSONArrayIngest {
 /// Finds the elements of a top-level JSON array without decoding them.
 enum JSONArraySplitter {
     /// Calls `body` with each run of `elements` consecutive elements, wrapped in
-    /// `[` `]`, until it returns `false` or the array ends. Throws `.decoding` when
+    /// `[` `]`, until the array ends or `body` throws. Throws `.decoding` when
     /// the data is not a well-formed array at the top level.
-    static func forEachChunk(of data: Data, elements: Int, _ body: (Data) throws -> Bool) throws {
+    static func forEachChunk(of data: Data, elements: Int, _ body: (Data) throws -> Void) throws {
         try data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
             let bytes = buffer.bindMemory(to: UInt8.self)
             var i = 0
@@ -96,12 +87,12 @@ enum JSONArraySplitter {
             var inChunk = 0
             var sawValue = false
             var sawComma = false
-            func emit(upTo end: Int) throws -> Bool {
+            func emit(upTo end: Int) throws {
                 var chunk = Data(capacity: end - chunkStart + 2)
                 chunk.append(UInt8(ascii: "["))
                 chunk.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[chunkStart..<end]))
                 chunk.append(UInt8(ascii: "]"))
-                return try body(chunk)
+                try body(chunk)
             }
             while i < bytes.count {
                 let byte = bytes[i]
@@ -121,7 +112,7 @@ enum JSONArraySplitter {
                     if depth == 0 {
                         guard byte == UInt8(ascii: "]") else { throw DepotError(.decoding, detail: "unbalanced JSON array") }
                         if sawValue {
-                            _ = try emit(upTo: i)
+                            try emit(upTo: i)
                         } else if sawComma {
                             throw DepotError(.decoding, detail: "a trailing comma in the JSON array")
                         }
@@ -137,7 +128,7 @@ enum JSONArraySplitter {
                         sawComma = true
                         inChunk += 1
                         if inChunk == elements {
-                            guard try emit(upTo: i) else { return }
+                            try emit(upTo: i)
                             chunkStart = i + 1
                             inChunk = 0
                             sawValue = false
@@ -152,64 +143,5 @@ enum JSONArraySplitter {
             }
             throw DepotError(.decoding, detail: "the JSON array is truncated")
         }
-    }
-}
-
-/// A small bounded hand-off between one producer thread and one consumer thread.
-///
-/// `@unchecked Sendable` is sound: `capacity` and `condition` are constants, and
-/// the mutable state (`items`, `closed`, `producerDone`) is read and written only
-/// between `condition.lock()` and `condition.unlock()` in `put`, `take` and
-/// `closeAndDrain`; nothing else touches it. (`Mutex` cannot be used: the two
-/// sides must wait on a condition while the lock is released.)
-final class ChunkPipe<Chunk>: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var items: [Result<Chunk, any Error>?] = []
-    private var closed = false
-    private var producerDone = false
-    private let capacity: Int
-
-    init(capacity: Int) {
-        self.capacity = capacity
-    }
-
-    /// Adds an item (`nil` marks the end). Blocks while full. Returns `false`
-    /// once the consumer has closed the pipe: the producer should stop.
-    func put(_ item: Result<Chunk, any Error>?) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        while items.count >= capacity, !closed { condition.wait() }
-        switch item {
-        case nil, .failure?: producerDone = true
-        case .success?: break
-        }
-        guard !closed else {
-            producerDone = true
-            condition.broadcast()
-            return false
-        }
-        items.append(item)
-        condition.broadcast()
-        return true
-    }
-
-    /// The next item, or `nil` at the end. Blocks while empty.
-    func take() -> Result<Chunk, any Error>? {
-        condition.lock()
-        defer { condition.unlock() }
-        while items.isEmpty { condition.wait() }
-        let item = items.removeFirst()
-        condition.broadcast()
-        return item
-    }
-
-    /// Tells the producer to stop and waits until it has.
-    func closeAndDrain() {
-        condition.lock()
-        defer { condition.unlock() }
-        closed = true
-        items.removeAll()
-        condition.broadcast()
-        while !producerDone { condition.wait() }
     }
 }

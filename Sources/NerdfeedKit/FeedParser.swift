@@ -47,8 +47,11 @@ public struct ParsedItem: Sendable, Hashable {
 /// Reads RSS 2.0, RSS 1.0 (RDF), RSS 0.9x and Atom 0.3 and 1.0 feeds with a
 /// streaming `XMLParser`, into plain values ready to be merged into the cache.
 ///
-/// Parsing is kept apart from storing: the parser knows nothing of the database,
-/// and ``FetchForumFeed`` runs it before its write transaction opens.
+/// Parsing is kept apart from storing: the parser knows nothing of the database.
+/// ``parse(_:baseURL:removingBreadcrumbs:)`` returns the whole feed;
+/// ``parse(_:baseURL:removingBreadcrumbs:batchSize:_:)`` hands the items over in
+/// batches as it meets them, so a feed of a million items never has to be held
+/// as values all at once (``FetchForumFeed`` merges each batch as it comes).
 ///
 /// What it copes with: CDATA, character references and double-escaped titles,
 /// namespaced extensions (`dc:creator`, `dc:date`, `content:encoded`,
@@ -56,7 +59,10 @@ public struct ParsedItem: Sendable, Hashable {
 /// RFC 3339 dates in their loose real-world forms (unreadable dates become `nil`),
 /// links relative to the feed's URL or an `xml:base`, and items whose only link is
 /// a permalink `guid` or an `rdf:about`. Items with no link at all are skipped
-/// and counted in ``ParsedFeed/skippedItems``.
+/// and counted in ``ParsedFeed/skippedItems``. Documents of any size up to the
+/// controller's body limit are read: the bytes go to libxml2 in small chunks, so
+/// its 10,000,000-byte limit on one chunk never applies, while its limits on
+/// entity expansion (billion laughs, quadratic blowup) still do.
 ///
 /// For example:
 ///
@@ -65,6 +71,19 @@ public struct ParsedItem: Sendable, Hashable {
 /// for item in feed.items { print(item.published ?? "undated", item.title, item.link) }
 /// ```
 public struct FeedParser {
+    /// How many items ``parse(_:baseURL:removingBreadcrumbs:batchSize:_:)`` hands over at a time by default.
+    public static let defaultBatchSize = 1_000
+
+    /// What a streamed parse saw, besides the items it handed over.
+    public struct Summary: Sendable, Hashable {
+        /// The channel's (or Atom feed's) title, whitespace collapsed; `nil` if it has none.
+        public var title: String?
+        /// How many items were handed over.
+        public var items: Int
+        /// How many items were left out because they had no usable link.
+        public var skippedItems: Int
+    }
+
     /// Parses a feed document.
     ///
     /// - Parameters:
@@ -76,31 +95,82 @@ public struct FeedParser {
     /// - Throws: `.decoding` when the document is not well-formed XML (with the
     ///   line and column), is empty or truncated, or is not an RSS or Atom feed.
     public static func parse(_ data: Data, baseURL: URL, removingBreadcrumbs: Bool = true) throws(DepotError) -> ParsedFeed {
+        var items: [ParsedItem] = []
+        do {
+            let summary = try parse(data, baseURL: baseURL, removingBreadcrumbs: removingBreadcrumbs, batchSize: .max) { items += $0 }
+            return ParsedFeed(title: summary.title, items: items, skippedItems: summary.skippedItems)
+        } catch let error as DepotError {
+            throw error
+        } catch {
+            // Collecting cannot throw: whatever comes here is the parser's.
+            throw DepotError(.decoding, underlying: error)
+        }
+    }
+
+    /// Parses a feed document, handing its items to `body` in batches of up to
+    /// `batchSize`, in document order, as the parser meets them.
+    ///
+    /// An Atom entry without an author takes the feed's. When the feed names its
+    /// author only after its entries, the entries read so far wait for it, up to
+    /// `batchSize` of them (and never more than 10,000); past that they go on
+    /// without it.
+    ///
+    /// For example, counting the items of a feed of any size in bounded memory:
+    ///
+    /// ```swift
+    /// var count = 0
+    /// let summary = try FeedParser.parse(data, baseURL: feedURL) { batch in count += batch.count }
+    /// print(summary.title ?? "untitled", count, "items")
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - data: The document's bytes.
+    ///   - baseURL: The URL the feed was fetched from; relative links resolve against it.
+    ///   - removingBreadcrumbs: Whether to trim forum breadcrumbs from titles.
+    ///   - batchSize: The most items handed over at a time (at least 1).
+    ///   - body: Takes each batch. If it throws, parsing stops and the error is rethrown.
+    /// - Returns: The feed's title and how many items were handed over or skipped.
+    /// - Throws: `.decoding` as ``parse(_:baseURL:removingBreadcrumbs:)`` does, or what `body` threw.
+    ///   Batches handed over before a failure are not taken back: write them in
+    ///   a transaction that the failure rolls back.
+    @discardableResult
+    public static func parse(
+        _ data: Data,
+        baseURL: URL,
+        removingBreadcrumbs: Bool = true,
+        batchSize: Int = defaultBatchSize,
+        _ body: ([ParsedItem]) throws -> Void
+    ) throws -> Summary {
         guard !data.isEmpty else { throw FeedParseFailure.error("the feed is empty") }
-        let reader = FeedReader(baseURL: baseURL, removingBreadcrumbs: removingBreadcrumbs)
-        let parser = XMLParser(data: data)
-        parser.shouldProcessNamespaces = true
-        parser.shouldResolveExternalEntities = false
-        parser.delegate = reader
-        let finished = parser.parse()
-        if let failure = reader.failure { throw failure }
-        // On Linux parse() can return true after a fatal error (a bare "&", say): parserError tells.
-        if !finished || parser.parserError != nil || reader.firstError != nil {
-            // Where the first error happened: Linux's parser reads on after it, so its position at the end says little.
-            let position = reader.firstError.map { ($0.line, $0.column) } ?? (parser.lineNumber, parser.columnNumber)
-            let error = reader.firstError?.error ?? parser.parserError
-            var detail = "malformed XML at line \(position.0), column \(position.1)"
-            if let error {
-                // libxml2's error number, such as 68 for a bare "&" or 201 for an undeclared namespace prefix.
-                detail += " (XMLParser error \((error as NSError).code))"
+        return try withoutActuallyEscaping(body) { body in
+            let reader = FeedReader(baseURL: baseURL, removingBreadcrumbs: removingBreadcrumbs, batchSize: batchSize, deliver: body)
+            // A stream, not the data: XMLParser hands a Data to libxml2 in one
+            // chunk, which fails past 10,000,000 bytes ("huge input lookup").
+            let parser = XMLParser(stream: InputStream(data: data))
+            parser.shouldProcessNamespaces = true
+            parser.shouldResolveExternalEntities = false
+            parser.delegate = reader
+            let finished = parser.parse()
+            if let stopped = reader.deliveryError { throw stopped }
+            if let failure = reader.failure { throw failure }
+            // On Linux parse() can return true after a fatal error (a bare "&", say): parserError tells.
+            if !finished || parser.parserError != nil || reader.firstError != nil {
+                // Where the first error happened: Linux's parser reads on after it, so its position at the end says little.
+                let position = reader.firstError.map { ($0.line, $0.column) } ?? (parser.lineNumber, parser.columnNumber)
+                let error = reader.firstError?.error ?? parser.parserError
+                var detail = "malformed XML at line \(position.0), column \(position.1)"
+                if let error {
+                    // libxml2's error number, such as 68 for a bare "&" or 201 for an undeclared namespace prefix.
+                    detail += " (XMLParser error \((error as NSError).code))"
+                }
+                throw FeedParseFailure.error(detail, xmlError: error)
             }
-            throw FeedParseFailure.error(detail, xmlError: error)
+            guard reader.sawFeedRoot else {
+                throw FeedParseFailure.error("not an RSS or Atom feed: no root element")
+            }
+            try reader.finish()
+            return Summary(title: reader.feedTitle, items: reader.deliveredItems, skippedItems: reader.skippedItems)
         }
-        guard reader.sawFeedRoot else {
-            throw FeedParseFailure.error("not an RSS or Atom feed: no root element")
-        }
-        reader.finish()
-        return ParsedFeed(title: reader.feedTitle, items: reader.items, skippedItems: reader.skippedItems)
     }
 }
 

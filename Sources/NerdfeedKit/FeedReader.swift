@@ -29,7 +29,8 @@ enum FeedNamespace {
 }
 
 /// The `XMLParserDelegate` behind ``FeedParser``: a small state machine over
-/// the element stack that fills one item at a time.
+/// the element stack that fills one item at a time and hands finished items
+/// over in batches.
 ///
 /// Used by one `XMLParser` on one thread for one document, then thrown away.
 final class FeedReader: NSObject, XMLParserDelegate {
@@ -66,19 +67,35 @@ final class FeedReader: NSObject, XMLParserDelegate {
     /// The depth of an element whose children are markup to keep as text (Atom's `type="xhtml"`).
     private var markupDepth: Int?
     private var feedAuthor: String?
-    private var itemsWithoutAuthor: [Int] = []
+    /// Whether the root is Atom's `feed`, whose entries may take the feed's author.
+    private var isAtom = false
+
+    /// Finished items not yet handed over.
+    private var batch: [ParsedItem] = []
+    /// Items waiting for a feed author named after them: from the first entry
+    /// without an author on, in document order.
+    private var waitingForAuthor: [ParsedItem] = []
+    private let batchSize: Int
+    private let deliver: ([ParsedItem]) throws -> Void
+
+    /// The most items that wait for a feed author named after the entries.
+    static let mostWaitingForAuthor = 10_000
 
     private(set) var sawFeedRoot = false
     private(set) var feedTitle: String?
-    private(set) var items: [ParsedItem] = []
+    private(set) var deliveredItems = 0
     private(set) var skippedItems = 0
     private(set) var failure: DepotError?
+    /// What `deliver` threw; parsing stopped there.
+    private(set) var deliveryError: (any Error)?
     /// The first error the XML parser reported, and where.
     private(set) var firstError: (error: any Error, line: Int, column: Int)?
 
-    init(baseURL: URL, removingBreadcrumbs: Bool) {
+    init(baseURL: URL, removingBreadcrumbs: Bool, batchSize: Int, deliver: @escaping ([ParsedItem]) throws -> Void) {
         self.baseURL = baseURL
         self.removingBreadcrumbs = removingBreadcrumbs
+        self.batchSize = max(1, batchSize)
+        self.deliver = deliver
     }
 
     // MARK: - XMLParserDelegate
@@ -102,6 +119,7 @@ final class FeedReader: NSObject, XMLParserDelegate {
                 return
             }
             sawFeedRoot = true
+            isAtom = FeedNamespace.atom.contains(namespace)
         }
         stack.append(Element(namespace: namespace, name: localName, attributes: attributes, base: base))
         text = ""
@@ -140,11 +158,11 @@ final class FeedReader: NSObject, XMLParserDelegate {
         defer { text = "" }
         let parent = stack.last
         if isItem(namespace: element.namespace, name: element.name) {
-            finishItem()
+            finishItem(parser)
             return
         }
         guard item != nil else {
-            noteFeedLevel(element, parent: parent)
+            noteFeedLevel(element, parent: parent, parser: parser)
             return
         }
         noteItemField(element, parent: parent)
@@ -162,7 +180,7 @@ final class FeedReader: NSObject, XMLParserDelegate {
         (name == "item" && FeedNamespace.rss.contains(namespace)) || (name == "entry" && FeedNamespace.atom.contains(namespace))
     }
 
-    private func noteFeedLevel(_ element: Element, parent: Element?) {
+    private func noteFeedLevel(_ element: Element, parent: Element?, parser: XMLParser) {
         guard let parent else { return }
         switch (element.namespace, element.name) {
         case (let ns, "title") where parent.name == "channel" && FeedNamespace.rss.contains(ns),
@@ -170,6 +188,7 @@ final class FeedReader: NSObject, XMLParserDelegate {
             feedTitle = nonEmpty(textValue(of: element, html: false))
         case (let ns, "name") where parent.name == "author" && FeedNamespace.atom.contains(ns) && stack.count == 2:
             feedAuthor = nonEmpty(FeedText.collapsingWhitespace(text))
+            if feedAuthor != nil { releaseWaiting(parser) }
         default:
             break
         }
@@ -231,9 +250,10 @@ final class FeedReader: NSObject, XMLParserDelegate {
         }
     }
 
-    private func finishItem() {
+    private func finishItem(_ parser: XMLParser) {
         guard let draft = item else { return }
         item = nil
+        guard deliveryError == nil else { return }  // stopped: the parser may still call back
         guard let link = draft.link ?? draft.alternateLink ?? draft.permalinkGUID ?? draft.about else {
             skippedItems += 1
             return
@@ -241,15 +261,49 @@ final class FeedReader: NSObject, XMLParserDelegate {
         let summary = draft.summary ?? draft.content ?? draft.mediaDescription
         var title = draft.title ?? draft.fallbackTitle ?? summary.map { String($0.prefix(80)) } ?? link
         if removingBreadcrumbs { title = FeedText.removingBreadcrumbs(title) }
-        if draft.author == nil { itemsWithoutAuthor.append(items.count) }
-        items.append(ParsedItem(link: link, title: title, author: draft.author ?? feedAuthor, summary: summary, published: draft.published ?? draft.updated))
+        let parsed = ParsedItem(link: link, title: title, author: draft.author ?? feedAuthor, summary: summary, published: draft.published ?? draft.updated)
+        // An Atom entry without an author has the feed's, which may come after
+        // the entries: from the first such entry on, items wait for it.
+        if isAtom, feedAuthor == nil, parsed.author == nil || !waitingForAuthor.isEmpty {
+            waitingForAuthor.append(parsed)
+            if waitingForAuthor.count >= min(batchSize, Self.mostWaitingForAuthor) { releaseWaiting(parser) }
+            return
+        }
+        batch.append(parsed)
+        if batch.count >= batchSize { flush(parser) }
     }
 
-    /// Call once the document is read: an Atom entry without an author has the
-    /// feed's, which may come after the entries.
-    func finish() {
-        guard let feedAuthor else { return }
-        for index in itemsWithoutAuthor where items[index].author == nil { items[index].author = feedAuthor }
+    /// Moves the items waiting for the feed's author into the batch, with the
+    /// author if it is known by now.
+    private func releaseWaiting(_ parser: XMLParser?) {
+        guard !waitingForAuthor.isEmpty else { return }
+        for var waiting in waitingForAuthor {
+            if waiting.author == nil { waiting.author = feedAuthor }
+            batch.append(waiting)
+            if batch.count >= batchSize { flush(parser) }
+        }
+        waitingForAuthor.removeAll(keepingCapacity: true)
+    }
+
+    /// Hands the batch over; stops the parser if the receiver throws.
+    private func flush(_ parser: XMLParser?) {
+        guard !batch.isEmpty, deliveryError == nil else { return }
+        let items = batch
+        batch.removeAll(keepingCapacity: true)
+        do {
+            try deliver(items)
+            deliveredItems += items.count
+        } catch {
+            deliveryError = error
+            parser?.abortParsing()
+        }
+    }
+
+    /// Call once the document is read: hands over what is left.
+    func finish() throws {
+        releaseWaiting(nil)
+        flush(nil)
+        if let deliveryError { throw deliveryError }
     }
 
     // MARK: - Text

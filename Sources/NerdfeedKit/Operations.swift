@@ -7,8 +7,10 @@ import GRDB
 /// by link: one operation type for the forum-feed endpoint.
 ///
 /// Unchanged feeds cost a 304: the ledger's `ETag` and `Last-Modified` go out as
-/// a conditional request. A feed that cannot be parsed fails with `.decoding`
-/// before the write transaction opens, so the cache stays exactly as it was.
+/// a conditional request. The feed is parsed as it is merged, batch by batch in
+/// the operation's one transaction, so a feed of a million items syncs in the
+/// memory of a few batches. A feed that cannot be parsed fails with `.decoding`
+/// and the transaction rolls back: the cache stays exactly as it was.
 ///
 /// For example:
 ///
@@ -35,15 +37,11 @@ public struct FetchForumFeed: CachingOperation {
     /// `feed:` and the feed's URL.
     public var cacheKey: String { "feed:\(url.absoluteString)" }
 
-    /// Parses the body with ``FeedParser``, resolving relative links against the
-    /// URL the response came from. Runs off the main actor and outside the transaction.
-    public func parse(_ response: NetworkResponse, context: OperationContext) async throws -> ParsedFeed {
-        try FeedParser.parse(response.body, baseURL: response.url)
-    }
-
-    /// Merges the items by link; see ``FeedMerge``.
-    public func write(_ feed: ParsedFeed, to db: Database) throws -> FeedMerge {
-        try FeedItem.merge(feed.items, feed: url.absoluteString, into: db)
+    /// Parses the body with ``FeedParser`` on another thread, resolving relative
+    /// links against the URL the response came from, and merges each batch of
+    /// items by link as it comes; see ``FeedMerge``.
+    public func write(_ response: NetworkResponse, to db: Database) throws -> FeedMerge {
+        try FeedItem.merge(document: response.body, baseURL: response.url, feed: url.absoluteString, into: db)
     }
 }
 

@@ -1,0 +1,118 @@
+import Depot
+import DepotStore
+import DepotTesting
+import Foundation
+import GRDB
+import Testing
+@testable import NerdfeedKit
+
+/// Feeds past libxml2's one-chunk limit, parsed and merged batch by batch.
+@Suite struct LargeFeedTests {
+    /// An RSS document of `count` items, `/posts/N` each, with `padding` bytes of description.
+    static func rss(items count: Int, padding: Int = 0, title: (Int) -> String = { "Post \($0)" }, breakAt broken: Int? = nil) -> Data {
+        let filler = String(repeating: "x", count: padding)
+        var xml = #"<?xml version="1.0" encoding="UTF-8"?><rss version="2.0"><channel><title>Large</title>"#
+        for index in 0..<count {
+            if index == broken { xml += "<item><title>a bare & here</title></item>" }
+            xml += "<item><title>\(title(index))</title><link>/posts/\(index)</link><description>\(filler)</description></item>\n"
+        }
+        return Data((xml + "</channel></rss>").utf8)
+    }
+
+    @Test func aFeedPastTenMillionBytesParsesInBatches() throws {
+        // Given an 11 MB feed: libxml2 refuses more than 10,000,000 bytes in one chunk
+        let data = Self.rss(items: 2_000, padding: 5_500)
+        #expect(data.count > 11_000_000)
+
+        // When it is parsed in batches of 500
+        var batches: [[ParsedItem]] = []
+        let summary = try FeedParser.parse(data, baseURL: forumFeedURL, batchSize: 500) { batches.append($0) }
+
+        // Then every item arrives, in order, 500 at a time
+        #expect(summary.title == "Large")
+        #expect(summary.items == 2_000)
+        #expect(batches.map(\.count) == [500, 500, 500, 500])
+        let links = batches.flatMap { $0.map(\.link) }
+        #expect(links == (0..<2_000).map { "https://forums.example.com/posts/\($0)" })
+        #expect(try FeedParser.parse(data, baseURL: forumFeedURL).items.count == 2_000)
+    }
+
+    @Test func aReceiverThatThrowsStopsTheParser() throws {
+        struct Full: Error {}
+        var calls = 0
+        #expect(throws: Full.self) {
+            try FeedParser.parse(Self.rss(items: 50), baseURL: forumFeedURL, batchSize: 10) { _ in
+                calls += 1
+                throw Full()
+            }
+        }
+        #expect(calls == 1)
+    }
+
+    @Test func anAtomAuthorNamedAfterTheEntriesStillReachesThem() throws {
+        let entries = (1...5).map { "<entry><title>E\($0)</title><link href=\"https://a.example/\($0)\"/></entry>" }.joined()
+        let xml = #"<feed xmlns="http://www.w3.org/2005/Atom"><title>T</title>"# + entries
+            + "<entry><title>Own</title><link href=\"https://a.example/own\"/><author><name>Someone</name></author></entry>"
+            + "<author><name>Feed Author</name></author></feed>"
+        var batches: [[ParsedItem]] = []
+        try FeedParser.parse(Data(xml.utf8), baseURL: forumFeedURL, batchSize: 100) { batches.append($0) }
+        let items = batches.flatMap { $0 }
+        #expect(items.map(\.author) == Array(repeating: "Feed Author", count: 5) + ["Someone"])
+        #expect(items.map(\.title) == ["E1", "E2", "E3", "E4", "E5", "Own"])
+    }
+
+    @Test func entityExpansionStaysBounded() throws {
+        // Billion laughs: 10⁹ "lol"s from a 1 KB document.
+        var laughs = #"<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY lol "lol">"#
+        laughs += #"<!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">"#
+        for level in 2...9 { laughs += "<!ENTITY lol\(level) \"\(String(repeating: "&lol\(level - 1);", count: 10))\">" }
+        laughs += "]><rss version=\"2.0\"><channel><title>&lol9;</title><item><title>&lol9;</title><link>/a</link></item></channel></rss>"
+        // Quadratic blowup: one 50 KB entity referenced 20,000 times (1 GB expanded).
+        let big = String(repeating: "y", count: 50_000)
+        let quadratic = #"<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY big ""# + big + #"">]><rss version="2.0"><channel><item><link>/b</link><title>"#
+            + String(repeating: "&big;", count: 20_000) + "</title></item></channel></rss>"
+        for document in [laughs, quadratic] {
+            do {
+                let feed = try FeedParser.parse(Data(document.utf8), baseURL: forumFeedURL)
+                // Not expanded: whatever was read stays small.
+                let longest = feed.items.map { $0.title.utf8.count }.max() ?? 0
+                #expect(longest < 1_000_000 && (feed.title?.utf8.count ?? 0) < 1_000_000)
+            } catch {
+                #expect(error.code == .decoding)
+            }
+        }
+    }
+
+    // MARK: - Merging as it parses
+
+    func perform(_ data: Data, in store: Store) async throws -> FeedMerge? {
+        let file = FileManager.default.temporaryDirectory.appending(path: "large-feed-\(UUID().uuidString).xml")
+        try data.write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        return try await StoreFixtures.perform(FetchForumFeed(url: forumFeedURL), respondingWith: file, in: store).written
+    }
+
+    @Test func aLargeFeedMergesBatchByBatchAndABreakLaterRollsAllBack() async throws {
+        try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator) { store in
+            // Given 2,500 items merged (three batches); the link of item 7 comes again
+            // in the third batch with another title: the first one wins.
+            let first = Self.rss(items: 2_500) { $0 == 2_100 ? "Post 7 again" : "Post \($0)" }
+            let duplicated = String(decoding: first, as: UTF8.self).replacingOccurrences(of: "<link>/posts/2100</link>", with: "<link>/posts/7</link>")
+            #expect(try await perform(Data(duplicated.utf8), in: store) == FeedMerge(inserted: 2_499, updated: 0, unchanged: 0))
+            #expect(try await store.item("https://forums.example.com/posts/7")?.title == "Post 7")
+
+            // When a newer feed renames every post but breaks after its second batch
+            let broken = Self.rss(items: 2_500, title: { "Renamed \($0)" }, breakAt: 2_200)
+            let error = await #expect(throws: DepotError.self) { try await perform(broken, in: store) }
+
+            // Then it fails as malformed, and the batches already merged are rolled back
+            #expect(error?.code == .decoding)
+            let items = try await store.allItems()
+            #expect(items.count == 2_499)
+            #expect(items.allSatisfy { $0.title.hasPrefix("Post ") })
+
+            // And the same feed unbroken updates every post
+            #expect(try await perform(Self.rss(items: 2_500, title: { "Renamed \($0)" }), in: store) == FeedMerge(inserted: 1, updated: 2_499, unchanged: 0))
+        }
+    }
+}
