@@ -7,9 +7,11 @@ import Foundation
 /// make, a feed mixes formats, and the loose cases (no weekday, two-digit years,
 /// named zones, an ISO date in `pubDate`) each need a formatter of their own.
 /// Garbage gives `nil`, never a wrong date.
-enum FeedDate {
+///
+/// `package` so that the fuzz targets (`Fuzz/Targets`) can reach it.
+package enum FeedDate {
     /// The date in `text`, in any of the formats feeds use, or `nil`.
-    static func parse(_ text: String) -> Date? {
+    package static func parse(_ text: String) -> Date? {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { return nil }
         return rfc822(trimmed) ?? iso8601(trimmed)
@@ -17,8 +19,10 @@ enum FeedDate {
 
     // MARK: - RFC 822 / RFC 2822
 
-    /// `[Tue,] 10 Jun 2003 04:00:00 GMT`, with 2- or 4-digit years, optional
-    /// seconds, and numeric (`+0000`, `-05:00`) or named (`GMT`, `EST`) zones.
+    /// `[Tue,] 10 Jun 2003 04:00:00 GMT`, with 2-, 3- or 4-digit years,
+    /// optional seconds, an optional time (midnight), a month spelled out or
+    /// abbreviated with a dot (`June`, `Jun.`), and numeric (`+0000`, `-05:00`),
+    /// named (`GMT`, `UT`, `EST`, `PDT`, …) or military (`Z`, `A`…`Y`) zones.
     /// A missing zone is read as GMT.
     static func rfc822(_ text: String) -> Date? {
         var tokens = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "," })
@@ -28,7 +32,7 @@ enum FeedDate {
             guard weekdays.contains(where: { first.lowercased().hasPrefix($0) }) else { return nil }
             tokens.removeFirst()
         }
-        guard tokens.count >= 4 else { return nil }
+        guard tokens.count >= 3 else { return nil }
         // "10 Jun 2003" and, seen in the wild, "Jun 10 2003".
         let day: Int
         let monthNumber: Int
@@ -47,6 +51,10 @@ enum FeedDate {
         case 3: year += 1900
         case 4: break
         default: return nil
+        }
+        // No time at all ("10 Jun 2003"), seen in the wild: midnight GMT.
+        guard tokens.count > 3 else {
+            return makeDate(year: year, month: monthNumber, day: day, hour: 0, minute: 0, second: 0, fraction: 0, offsetSeconds: 0)
         }
         let time = tokens[3].split(separator: ":", omittingEmptySubsequences: false)
         guard time.count == 2 || time.count == 3,
@@ -68,15 +76,16 @@ enum FeedDate {
     private static let weekdays = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 
-    /// 1...12 for a month name or its first three letters ("Sept" too).
+    /// 1...12 for a month name or its first three letters ("Sept" and "Jun." too).
     private static func month(_ token: String) -> Int? {
-        let lower = token.lowercased()
+        var lower = token.lowercased()
+        if lower.hasSuffix(".") { lower.removeLast() }
         guard lower.count >= 3, lower.allSatisfy(\.isLetter) else { return nil }
         return months.firstIndex(of: String(lower.prefix(3))).map { $0 + 1 }
     }
 
     /// Seconds east of UTC for `+0000`, `-05:00`, `GMT`, `EST` and friends.
-    private static func zoneOffset(_ token: String) -> Int? {
+    static func zoneOffset(_ token: String) -> Int? {
         if let sign = token.first, sign == "+" || sign == "-" {
             let digits = token.dropFirst().filter { $0 != ":" }
             guard digits.count == 4 || digits.count == 2, digits.allSatisfy(\.isNumber), let value = Int(digits) else { return nil }
@@ -85,24 +94,32 @@ enum FeedDate {
             guard hours < 24, minutes < 60 else { return nil }
             return (sign == "-" ? -1 : 1) * (hours * 3600 + minutes * 60)
         }
-        if let hours = namedZones[token.uppercased()] { return hours * 3600 }
-        // An unknown zone name ("AEST", a military letter): better a date a few
-        // hours off than no date at all.
-        guard (1...5).contains(token.count), token.allSatisfy({ $0.isASCII && $0.isUppercase }) else { return nil }
+        if let minutes = namedZones[token.uppercased()] { return minutes * 60 }
+        // A military letter: RFC 822 got their signs backwards, so RFC 2822
+        // §4.3 reads every one but Z as "-0000", an unknown offset: UTC.
+        if token.count == 1, let letter = token.first, letter.isASCII, letter.isLetter { return 0 }
+        // An unknown zone name: better a date a few hours off than no date at all.
+        guard (2...5).contains(token.count), token.allSatisfy({ $0.isASCII && $0.isUppercase }) else { return nil }
         return 0
     }
 
-    /// RFC 822's zones, plus a few that feeds use although the RFC does not list them.
+    /// RFC 822's zones, plus those feeds use although the RFC does not list
+    /// them, in minutes east of UTC.
     private static let namedZones: [String: Int] = [
-        "GMT": 0, "UT": 0, "UTC": 0, "Z": 0,
-        "EST": -5, "EDT": -4, "CST": -6, "CDT": -5, "MST": -7, "MDT": -6, "PST": -8, "PDT": -7,
-        "BST": 1, "CET": 1, "CEST": 2, "EET": 2, "EEST": 3, "JST": 9, "IST": 5,  // IST read as India
+        "GMT": 0, "UT": 0, "UTC": 0, "Z": 0, "WET": 0,
+        "EST": -300, "EDT": -240, "CST": -360, "CDT": -300, "MST": -420, "MDT": -360, "PST": -480, "PDT": -420,
+        "AST": -240, "ADT": -180, "NST": -210, "NDT": -150, "AKST": -540, "AKDT": -480, "HST": -600,
+        "BST": 60, "IST": 330, "CET": 60, "CEST": 120, "MET": 60, "MEST": 120, "WEST": 60, "EET": 120, "EEST": 180,
+        "MSK": 180, "HKT": 480, "SGT": 480, "JST": 540, "KST": 540,
+        "ACST": 570, "ACDT": 630, "AEST": 600, "AEDT": 660, "AWST": 480, "NZST": 720, "NZDT": 780,
     ]
 
     // MARK: - RFC 3339 / ISO 8601 / W3C-DTF
 
     /// `2003-12-13T18:30:02Z`, `2003-12-13T18:30:02.25+01:00`, `2003-12-13 18:30`,
     /// and the W3C-DTF dates `2003-12-13`, `2003-12`, `2003` (midnight UTC).
+    /// The zone is `Z`, `±hh:mm`, `±hhmm` or `±hh`, and may follow a space
+    /// (`2003-12-13 18:30:02 +0100`, `2003-12-13 18:30 GMT`).
     /// A date-time without a zone is read as UTC.
     static func iso8601(_ text: String) -> Date? {
         let scalars = Array(text.utf8)
@@ -158,7 +175,12 @@ enum FeedDate {
                     guard i > start else { return nil }
                 }
             }
-            if take(UInt8(ascii: "Z")) || take(UInt8(ascii: "z")) {
+            // "2003-12-13 18:30:02 +0100" and "… GMT", seen in pubDate.
+            if take(UInt8(ascii: " ")), i < scalars.count, scalars[i] != UInt8(ascii: "+"), scalars[i] != UInt8(ascii: "-") {
+                guard let zone = zoneOffset(String(decoding: scalars[i...], as: UTF8.self)) else { return nil }
+                offset = zone
+                i = scalars.count
+            } else if take(UInt8(ascii: "Z")) || take(UInt8(ascii: "z")) {
                 offset = 0
             } else if i < scalars.count {
                 let sign = scalars[i]

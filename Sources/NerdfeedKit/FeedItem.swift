@@ -3,9 +3,14 @@ import GRDB
 
 /// One item of a feed, as the cache keeps it: a row of the `feedItem` table.
 ///
-/// The item's absolute link is its identity, so fetching the feed again
-/// updates the item instead of adding a second one, and the read flag (which
-/// only the user changes) survives every merge.
+/// An item is known by its feed and its ``id`` (together, the primary key),
+/// so fetching the feed again updates the item instead of adding a second one,
+/// and the read flag (which only the user changes) survives every merge. The
+/// id is the one ``ParsedItem/id`` describes: the RSS `guid` or Atom `id`, else
+/// the link, else a hash of the title, date and summary. Two feeds may use the
+/// same ids (`post-1`) without taking each other's rows.
+///
+/// An item need not have a link: status pages and some podcasts give none.
 ///
 /// For example, the unread items of a feed:
 ///
@@ -15,11 +20,15 @@ import GRDB
 /// }
 /// ```
 public struct FeedItem: Codable, Hashable, Sendable, Identifiable, FetchableRecord, PersistableRecord {
-    /// The item's absolute link: its primary key.
+    /// The item's identity within its feed: its `guid`, Atom `id` or
+    /// `rdf:about`, else its link, else a hash of its title, date and summary.
+    /// With ``feed``, the primary key; unique among the items of one feed.
     public var id: String
+    /// The item's absolute link, or `nil` when the feed gives none.
+    public var link: String?
     /// The title, cleaned for display.
     public var title: String
-    /// The author's name, if the feed gives one.
+    /// The author as the feed gives it (`Name <email>` when it gives both), if it does.
     public var author: String?
     /// The summary as plain text, if any.
     public var summary: String?
@@ -30,12 +39,20 @@ public struct FeedItem: Codable, Hashable, Sendable, Identifiable, FetchableReco
     /// Whether the user has read the item.
     public var isRead: Bool
 
-    /// The item's link; the same as ``id``.
-    public var link: String { id }
-
     /// Makes an item.
-    public init(id: String, title: String, author: String? = nil, summary: String? = nil, published: Date? = nil, feed: String, isRead: Bool = false) {
+    ///
+    /// - Parameters:
+    ///   - id: Its identity within `feed` (see ``id``).
+    ///   - link: Its absolute link, or `nil` if it has none.
+    ///   - title: The title.
+    ///   - author: The author.
+    ///   - summary: The summary as plain text.
+    ///   - published: The publication date.
+    ///   - feed: The URL of its feed.
+    ///   - isRead: Whether the user has read it.
+    public init(id: String, link: String?, title: String, author: String? = nil, summary: String? = nil, published: Date? = nil, feed: String, isRead: Bool = false) {
         self.id = id
+        self.link = link
         self.title = title
         self.author = author
         self.summary = summary
@@ -46,8 +63,10 @@ public struct FeedItem: Codable, Hashable, Sendable, Identifiable, FetchableReco
 
     /// The table's columns, for filters and orderings.
     public enum Columns {
-        /// The link (primary key).
+        /// The identity within the feed (with ``feed``, the primary key).
         public static let id = Column("id")
+        /// The link; `NULL` when the item has none.
+        public static let link = Column("link")
         /// The title.
         public static let title = Column("title")
         /// The author.
@@ -65,9 +84,24 @@ public struct FeedItem: Codable, Hashable, Sendable, Identifiable, FetchableReco
     /// The table's name: `feedItem`.
     public static let databaseTableName = "feedItem"
 
+    /// The columns every fetch selects, by name: never `SELECT *`.
+    ///
+    /// A store checks its schema on a reader connection before migrating, so
+    /// that reader may still hold the schema of before the migration: a
+    /// `SELECT *` prepared there takes the old column layout and is re-prepared
+    /// with the new one only when it runs, and GRDB would read the row with the
+    /// old positions. Named columns keep their positions whichever schema the
+    /// statement was prepared with (and `link`, unknown to version 1, makes
+    /// SQLite reload the schema at once). The merge's bookkeeping column,
+    /// `awaitsIdentity`, is not read.
+    public static var databaseSelection: [any SQLSelectable] {
+        [Columns.id, Columns.link, Columns.title, Columns.author, Columns.summary, Columns.published, Columns.feed, Columns.isRead]
+    }
+
     /// Decodes a row column by column (several times faster than `Decodable`).
     public init(row: Row) throws {
         id = row[Columns.id]
+        link = row[Columns.link]
         title = row[Columns.title]
         author = row[Columns.author]
         summary = row[Columns.summary]
@@ -79,6 +113,7 @@ public struct FeedItem: Codable, Hashable, Sendable, Identifiable, FetchableReco
     /// Encodes the record column by column.
     public func encode(to container: inout PersistenceContainer) throws {
         container[Columns.id] = id
+        container[Columns.link] = link
         container[Columns.title] = title
         container[Columns.author] = author
         container[Columns.summary] = summary

@@ -6,11 +6,12 @@ import FoundationXML
 
 /// A feed as ``FeedParser`` read it: its title and its items, in document order.
 public struct ParsedFeed: Sendable, Hashable {
-    /// The channel's (or Atom feed's) title, whitespace collapsed; `nil` if it has none.
+    /// The channel's (or Atom feed's) title, as plain text; `nil` if it has none.
     public var title: String?
-    /// The items that have a link, in the order the feed lists them.
+    /// The items, in the order the feed lists them: every one but the empty ones.
     public var items: [ParsedItem]
-    /// How many items were left out because they had no usable link.
+    /// How many items were left out because they had nothing to show: no
+    /// title, no summary or content, and no link.
     public var skippedItems: Int
 
     /// Makes a parsed feed.
@@ -22,12 +23,31 @@ public struct ParsedFeed: Sendable, Hashable {
 }
 
 /// One item of a feed (an RSS `item` or an Atom `entry`), cleaned for display.
+///
+/// Its ``id`` is what the cache knows it by within its feed, in this order:
+/// - the RSS `guid` (whether a permalink or not), the Atom `id`, or RSS 1.0's `rdf:about`;
+/// - else its link;
+/// - else a hash of its title, date and summary (`hash:fnv1a64:` and 16 hex
+///   digits, the same in every run and on every machine).
+///
+/// For example, an item that only a status page would write:
+///
+/// ```swift
+/// let item = ParsedItem(title: "Service restored", published: restoredAt)
+/// item.link   // nil
+/// item.id     // "hash:fnv1a64:…": the same whenever the feed lists it again
+/// ```
 public struct ParsedItem: Sendable, Hashable {
-    /// The item's absolute link: its identity in the cache.
-    public var link: String
-    /// The title: whitespace collapsed, entities decoded, forum breadcrumbs removed.
+    /// The item's identity within its feed: its `guid`, Atom `id` or
+    /// `rdf:about`, else its link, else a hash of its title, date and summary.
+    public var id: String
+    /// The item's absolute link, or `nil` when the feed gives none.
+    public var link: String?
+    /// The title: whitespace collapsed, entities decoded, markup removed, forum breadcrumbs removed.
+    /// An item without one is titled by its summary's first 80 characters, or by its link.
     public var title: String
-    /// The author's name, if the feed gives one.
+    /// The author as the feed gives it, `Name <email>` when it gives both;
+    /// several authors are joined with `", "`.
     public var author: String?
     /// The summary (or, failing that, the content) as plain text, if any.
     public var summary: String?
@@ -35,7 +55,17 @@ public struct ParsedItem: Sendable, Hashable {
     public var published: Date?
 
     /// Makes a parsed item.
-    public init(link: String, title: String, author: String? = nil, summary: String? = nil, published: Date? = nil) {
+    ///
+    /// - Parameters:
+    ///   - id: The item's identity within its feed; `nil` takes `link`, or
+    ///     without one a hash of `title`, `published` and `summary`.
+    ///   - link: The item's absolute link, if it has one.
+    ///   - title: The title.
+    ///   - author: The author.
+    ///   - summary: The summary as plain text.
+    ///   - published: The publication date.
+    public init(id: String? = nil, link: String? = nil, title: String, author: String? = nil, summary: String? = nil, published: Date? = nil) {
+        self.id = id ?? link ?? FeedIdentity.contentHash(title: title, published: published, summary: summary)
         self.link = link
         self.title = title
         self.author = author
@@ -53,13 +83,18 @@ public struct ParsedItem: Sendable, Hashable {
 /// batches as it meets them, so a feed of a million items never has to be held
 /// as values all at once (``FetchForumFeed`` merges each batch as it comes).
 ///
-/// What it copes with: CDATA, character references and double-escaped titles,
-/// namespaced extensions (`dc:creator`, `dc:date`, `content:encoded`,
-/// `media:title`, `media:description`; unknown ones are ignored), RFC 822 and
-/// RFC 3339 dates in their loose real-world forms (unreadable dates become `nil`),
-/// links relative to the feed's URL or an `xml:base`, and items whose only link is
-/// a permalink `guid` or an `rdf:about`. Items with no link at all are skipped
-/// and counted in ``ParsedFeed/skippedItems``. Documents of any size up to the
+/// What it copes with: titles and summaries in every encoding feeds use (RSS
+/// text with entities or markup, Atom `type="text"`, `"html"` and `"xhtml"`,
+/// Atom 0.3's `mode`, CDATA, and the HTML entities RSS 0.91's DTD declares
+/// written bare), all turned into plain text; namespaced
+/// extensions (`dc:creator`, `dc:date`, `content:encoded`, `media:title`,
+/// `media:description`, `itunes:author`, `itunes:summary`; unknown ones are
+/// ignored); RFC 822 and ISO 8601 / W3C-DTF dates in their loose real-world
+/// forms (unreadable dates become `nil`); links relative to the feed's URL or an
+/// `xml:base`; items whose only link is a permalink `guid` or an `rdf:about`.
+/// Items without a link are kept: see ``ParsedItem/id`` for how each is known.
+/// Only items with nothing to show (no title, summary or link) are skipped and
+/// counted in ``ParsedFeed/skippedItems``. Documents of any size up to the
 /// controller's body limit are read: the bytes go to libxml2 in small chunks, so
 /// its 10,000,000-byte limit on one chunk never applies, while its limits on
 /// entity expansion (billion laughs, quadratic blowup) still do.
@@ -68,7 +103,7 @@ public struct ParsedItem: Sendable, Hashable {
 ///
 /// ```swift
 /// let feed = try FeedParser.parse(data, baseURL: URL(string: "https://forums.example.com/rss")!)
-/// for item in feed.items { print(item.published ?? "undated", item.title, item.link) }
+/// for item in feed.items { print(item.published ?? "undated", item.title, item.link ?? "no link") }
 /// ```
 public struct FeedParser {
     /// How many items ``parse(_:baseURL:removingBreadcrumbs:batchSize:_:)`` hands over at a time by default.
@@ -80,7 +115,7 @@ public struct FeedParser {
         public var title: String?
         /// How many items were handed over.
         public var items: Int
-        /// How many items were left out because they had no usable link.
+        /// How many items were left out because they had nothing to show (no title, summary or link).
         public var skippedItems: Int
     }
 
@@ -154,10 +189,12 @@ public struct FeedParser {
             if let stopped = reader.deliveryError { throw stopped }
             if let failure = reader.failure { throw failure }
             // On Linux parse() can return true after a fatal error (a bare "&", say): parserError tells.
-            if !finished || parser.parserError != nil || reader.firstError != nil {
+            // A warning (an undeclared HTML entity under a DTD that is not read) is not one.
+            let parserError = parser.parserError.flatMap { FeedReader.isWarning($0) ? nil : $0 }
+            if !finished || parserError != nil || reader.firstError != nil {
                 // Where the first error happened: Linux's parser reads on after it, so its position at the end says little.
                 let position = reader.firstError.map { ($0.line, $0.column) } ?? (parser.lineNumber, parser.columnNumber)
-                let error = reader.firstError?.error ?? parser.parserError
+                let error = reader.firstError?.error ?? parserError
                 var detail = "malformed XML at line \(position.0), column \(position.1)"
                 if let error {
                     // libxml2's error number, such as 68 for a bare "&" or 201 for an undeclared namespace prefix.

@@ -4,33 +4,14 @@ import Foundation
 import FoundationXML
 #endif
 
-/// The namespaces ``FeedReader`` understands.
-enum FeedNamespace {
-    static let rss090 = "http://my.netscape.com/rdf/simple/0.9/"
-    static let rss10 = "http://purl.org/rss/1.0/"
-    static let rss20 = "http://backend.userland.com/rss2"
-    static let rdf = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
-    static let atom10 = "http://www.w3.org/2005/Atom"
-    static let atom03 = "http://purl.org/atom/ns#"
-    static let dc = "http://purl.org/dc/elements/1.1/"
-    static let dcterms = "http://purl.org/dc/terms/"
-    static let content = "http://purl.org/rss/1.0/modules/content/"
-    static let media = "http://search.yahoo.com/mrss/"
-    static let xml = "http://www.w3.org/XML/1998/namespace"
-
-    /// Plain RSS elements: no namespace (0.91 to 2.0), or RSS 0.90's and 1.0's.
-    static let rss: Set<String> = ["", rss090, rss10, rss20]
-    static let atom: Set<String> = [atom10, atom03]
-
-    /// The usual prefixes, for feeds that use one without declaring it.
-    static let wellKnownPrefixes: [String: String] = [
-        "dc": dc, "dcterms": dcterms, "content": content, "media": media, "atom": atom10, "rdf": rdf,
-    ]
-}
-
 /// The `XMLParserDelegate` behind ``FeedParser``: a small state machine over
 /// the element stack that fills one item at a time and hands finished items
 /// over in batches.
+///
+/// Each item gets its identity here (``ParsedItem/id``): its `guid`, Atom `id`
+/// or `rdf:about`, else its link, else ``FeedIdentity/contentHash(title:published:summary:)``.
+/// What an Atom entry's `source` says (the feed it was copied from, with its
+/// own `id`, title, authors and links) is not the entry's, and is ignored.
 ///
 /// Used by one `XMLParser` on one thread for one document, then thrown away.
 final class FeedReader: NSObject, XMLParserDelegate {
@@ -48,13 +29,19 @@ final class FeedReader: NSObject, XMLParserDelegate {
         var alternateLink: String?
         var alternateIsHTML = false
         var permalinkGUID: String?
+        /// The RSS `guid`, trimmed, whether a permalink or not.
+        var guid: String?
+        /// The Atom `id`, trimmed.
+        var atomID: String?
         var about: String?
         var title: String?
         var fallbackTitle: String?
-        var author: String?
+        var authors = FeedAuthors()
         var summary: String?
         var content: String?
         var mediaDescription: String?
+        var podcastSummary: String?
+        var podcastSubtitle: String?
         var published: Date?
         var updated: Date?
     }
@@ -66,6 +53,11 @@ final class FeedReader: NSObject, XMLParserDelegate {
     private var text = ""
     /// The depth of an element whose children are markup to keep as text (Atom's `type="xhtml"`).
     private var markupDepth: Int?
+    /// The depth of an Atom entry's `source` element while it is read: what it holds is not the entry's.
+    private var sourceDepth: Int?
+    /// The name and email of the Atom author element being read.
+    private var personName: String?
+    private var personEmail: String?
     private var feedAuthor: String?
     /// Whether the root is Atom's `feed`, whose entries may take the feed's author.
     private var isAtom = false
@@ -103,8 +95,8 @@ final class FeedReader: NSObject, XMLParserDelegate {
     func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
         let (namespace, localName) = Self.resolve(name, namespaceURI: namespaceURI, qualifiedName: qualifiedName)
         if markupDepth != nil {
-            // Inside xhtml content: keep the text, let tags separate words.
-            text += " "
+            // Inside xhtml content: keep the text; a tag separates words, unless inline.
+            if !FeedText.isInline(localName) { text += " " }
             stack.append(Element(namespace: namespace, name: localName, attributes: [:], base: stack.last?.base ?? baseURL))
             return
         }
@@ -123,19 +115,56 @@ final class FeedReader: NSObject, XMLParserDelegate {
         }
         stack.append(Element(namespace: namespace, name: localName, attributes: attributes, base: base))
         text = ""
+        guard sourceDepth == nil else { return }
+        let atomElement = FeedNamespace.atom.contains(namespace)
         if isItem(namespace: namespace, name: localName) {
             item = ItemDraft()
             item?.about = (attributes["rdf:about"] ?? attributes["about"]).flatMap { resolve($0, against: base) }
-        } else if item != nil, FeedNamespace.atom.contains(namespace), localName == "link" {
+        } else if item != nil, atomElement, localName == "source" {
+            sourceDepth = stack.count
+        } else if item != nil, atomElement, localName == "link" {
             noteAtomLink(attributes, base: base)
-        } else if ["content", "summary", "title"].contains(localName), FeedNamespace.atom.contains(namespace),
-                  attributes["type"] == "xhtml" || attributes["mode"] == "xml" {
+        } else if atomElement, localName == "author" {
+            personName = nil
+            personEmail = nil
+        } else if atomElement, Self.holdsMarkup(localName, attributes: attributes) {
             markupDepth = stack.count
         }
     }
 
+    /// Whether an Atom text construct or content holds markup as child
+    /// elements (Atom 1.0's `type="xhtml"` or an XML media type on `content`;
+    /// Atom 0.3's `mode="xml"`), whose text is read with the tags as spaces
+    /// (but for inline ones, see ``FeedText/isInline(_:)``).
+    private static func holdsMarkup(_ name: String, attributes: [String: String]) -> Bool {
+        guard name == "content" || name == "summary" || name == "title" else { return false }
+        // Atom 0.3 says how the content is encoded (its default, "xml", holds plain text just as well).
+        if let mode = attributes["mode"] { return mode == "xml" }
+        let type = (attributes["type"] ?? "").lowercased()
+        return type == "xhtml" || (name == "content" && (type.hasSuffix("+xml") || type.hasSuffix("/xml")))
+    }
+
     func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
+        guard !Self.isWarning(parseError) else { return }
         if firstError == nil { firstError = (parseError, parser.lineNumber, parser.columnNumber) }
+    }
+
+    /// libxml2's warning 27: an entity the document's DTD should declare, in a
+    /// document whose DTD is not read (external entities stay unresolved). RSS
+    /// 0.91's Netscape DOCTYPE declares the HTML entities that way, and its
+    /// feeds write `&eacute;`: a warning, not a malformed document.
+    static func isWarning(_ error: any Error) -> Bool {
+        let error = error as NSError
+        return error.domain == XMLParser.errorDomain && error.code == 27
+    }
+
+    /// An entity the document does not declare: an HTML one (see ``isWarning(_:)``)
+    /// joins the text as its character; any other is left out.
+    func parser(_ parser: XMLParser, resolveExternalEntityName name: String, systemID: String?) -> Data? {
+        if systemID == nil, let scalar = FeedText.htmlEntities[name].flatMap(Unicode.Scalar.init) {
+            text.unicodeScalars.append(scalar)
+        }
+        return nil
     }
 
     func parser(_ parser: XMLParser, foundCharacters string: String) {
@@ -150,19 +179,24 @@ final class FeedReader: NSObject, XMLParserDelegate {
         guard let element = stack.popLast() else { return }
         if let depth = markupDepth {
             if stack.count + 1 > depth {
-                text += " "
+                if !FeedText.isInline(element.name) { text += " " }
                 return
             }
             markupDepth = nil
         }
         defer { text = "" }
+        if let depth = sourceDepth {
+            if stack.count + 1 == depth { sourceDepth = nil }  // the source element itself ended
+            return
+        }
         let parent = stack.last
         if isItem(namespace: element.namespace, name: element.name) {
             finishItem(parser)
             return
         }
+        if noteAtomPerson(element, parent: parent, parser: parser) { return }
         guard item != nil else {
-            noteFeedLevel(element, parent: parent, parser: parser)
+            noteFeedLevel(element, parent: parent)
             return
         }
         noteItemField(element, parent: parent)
@@ -180,15 +214,12 @@ final class FeedReader: NSObject, XMLParserDelegate {
         (name == "item" && FeedNamespace.rss.contains(namespace)) || (name == "entry" && FeedNamespace.atom.contains(namespace))
     }
 
-    private func noteFeedLevel(_ element: Element, parent: Element?, parser: XMLParser) {
+    private func noteFeedLevel(_ element: Element, parent: Element?) {
         guard let parent else { return }
         switch (element.namespace, element.name) {
         case (let ns, "title") where parent.name == "channel" && FeedNamespace.rss.contains(ns),
              (let ns, "title") where parent.name == "feed" && FeedNamespace.atom.contains(ns):
-            feedTitle = nonEmpty(textValue(of: element, html: false))
-        case (let ns, "name") where parent.name == "author" && FeedNamespace.atom.contains(ns) && stack.count == 2:
-            feedAuthor = nonEmpty(FeedText.collapsingWhitespace(text))
-            if feedAuthor != nil { releaseWaiting(parser) }
+            feedTitle = nonEmpty(textValue(of: element, html: FeedNamespace.rss.contains(ns)))
         default:
             break
         }
@@ -200,25 +231,31 @@ final class FeedReader: NSObject, XMLParserDelegate {
         case "title" where FeedNamespace.rss.contains(ns) || FeedNamespace.atom.contains(ns):
             // RSS titles are often HTML-escaped twice ("AT&amp;amp;T"); Atom says what it holds.
             item?.title = nonEmpty(textValue(of: element, html: FeedNamespace.rss.contains(ns)))
-        case "title" where ns == FeedNamespace.dc || ns == FeedNamespace.media:
+        case "title" where ns == FeedNamespace.dc || ns == FeedNamespace.media || ns == FeedNamespace.itunes:
             if item?.fallbackTitle == nil { item?.fallbackTitle = nonEmpty(FeedText.collapsingWhitespace(FeedText.decodingEntities(text))) }
         case "link" where FeedNamespace.rss.contains(ns):
             if item?.link == nil { item?.link = resolve(text, against: element.base) }
         case "guid" where FeedNamespace.rss.contains(ns):
-            // Only an absolute http(s) URL: many feeds leave isPermaLink at its default for ids like "post-1".
+            // Any guid is the item's identity; only an absolute http(s) URL is
+            // also its link: many feeds leave isPermaLink at its default for ids like "post-1".
             let guid = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            if item?.guid == nil { item?.guid = nonEmpty(guid) }
             if element.attributes["isPermaLink"]?.lowercased() != "false", let url = URL(string: guid),
                url.scheme == "http" || url.scheme == "https", url.host != nil {
                 item?.permalinkGUID = url.absoluteString
             }
-        case "creator" where ns == FeedNamespace.dc:
-            if item?.author == nil { item?.author = nonEmpty(FeedText.collapsingWhitespace(text)) }
+        case "id" where FeedNamespace.atom.contains(ns):
+            if item?.atomID == nil { item?.atomID = nonEmpty(text.trimmingCharacters(in: .whitespacesAndNewlines)) }
         case "author" where FeedNamespace.rss.contains(ns):
-            if item?.author == nil { item?.author = nonEmpty(Self.nameFromEmailAddress(FeedText.collapsingWhitespace(text))) }
-        case "name" where FeedNamespace.atom.contains(ns) && parent?.name == "author",
-             "email" where FeedNamespace.atom.contains(ns) && parent?.name == "author":
-            // The name wins over the email, whichever comes first.
-            if item?.author == nil || element.name == "name" { item?.author = nonEmpty(FeedText.collapsingWhitespace(text)) ?? item?.author }
+            item?.authors.add(FeedAuthors.rss(text), kind: .rss)
+        case "creator" where ns == FeedNamespace.dc:
+            item?.authors.add(FeedAuthors.rss(text), kind: .dublinCore)
+        case "author" where ns == FeedNamespace.itunes:
+            item?.authors.add(FeedAuthors.rss(text), kind: .podcast)
+        case "summary" where ns == FeedNamespace.itunes:
+            if item?.podcastSummary == nil { item?.podcastSummary = nonEmpty(FeedText.plainText(fromHTML: text)) }
+        case "subtitle" where ns == FeedNamespace.itunes:
+            if item?.podcastSubtitle == nil { item?.podcastSubtitle = nonEmpty(FeedText.plainText(fromHTML: text)) }
         case "description" where FeedNamespace.rss.contains(ns), "summary" where FeedNamespace.atom.contains(ns):
             if item?.summary == nil { item?.summary = nonEmpty(textValue(of: element, html: true)) }
         case "encoded" where ns == FeedNamespace.content, "content" where FeedNamespace.atom.contains(ns):
@@ -238,6 +275,34 @@ final class FeedReader: NSObject, XMLParserDelegate {
         }
     }
 
+    /// Atom's person constructs: an author's `name` and `email` come first, and
+    /// at the end of the `author` element it becomes the entry's (another of
+    /// its authors) or, at the top of the feed, the feed's (the first one).
+    /// - Returns: Whether `element` was one of them.
+    private func noteAtomPerson(_ element: Element, parent: Element?, parser: XMLParser) -> Bool {
+        guard FeedNamespace.atom.contains(element.namespace) else { return false }
+        let inAuthor = parent.map { $0.name == "author" && FeedNamespace.atom.contains($0.namespace) } ?? false
+        switch element.name {
+        case "name" where inAuthor:
+            if personName == nil { personName = text }
+        case "email" where inAuthor:
+            if personEmail == nil { personEmail = text }
+        case "author":
+            let author = FeedAuthors.atom(name: personName, email: personEmail)
+            personName = nil
+            personEmail = nil
+            if item != nil {
+                item?.authors.add(author, kind: .atom)
+            } else if stack.count == 1, feedAuthor == nil, let author {
+                feedAuthor = author
+                releaseWaiting(parser)
+            }
+        default:
+            return false
+        }
+        return true
+    }
+
     /// Atom links: the first `alternate` (the default `rel`) wins, an HTML one over others.
     private func noteAtomLink(_ attributes: [String: String], base: URL) {
         let rel = attributes["rel"] ?? "alternate"
@@ -254,14 +319,19 @@ final class FeedReader: NSObject, XMLParserDelegate {
         guard let draft = item else { return }
         item = nil
         guard deliveryError == nil else { return }  // stopped: the parser may still call back
-        guard let link = draft.link ?? draft.alternateLink ?? draft.permalinkGUID ?? draft.about else {
+        let link = draft.link ?? draft.alternateLink ?? draft.permalinkGUID ?? draft.about
+        let summary = draft.summary ?? draft.content ?? draft.mediaDescription ?? draft.podcastSummary ?? draft.podcastSubtitle
+        // An item with nothing to show (no title, no summary, no link) is not kept.
+        guard let fullTitle = draft.title ?? draft.fallbackTitle ?? summary.map({ String($0.prefix(80)) }) ?? link else {
             skippedItems += 1
             return
         }
-        let summary = draft.summary ?? draft.content ?? draft.mediaDescription
-        var title = draft.title ?? draft.fallbackTitle ?? summary.map { String($0.prefix(80)) } ?? link
-        if removingBreadcrumbs { title = FeedText.removingBreadcrumbs(title) }
-        let parsed = ParsedItem(link: link, title: title, author: draft.author ?? feedAuthor, summary: summary, published: draft.published ?? draft.updated)
+        let published = draft.published ?? draft.updated
+        // The hash takes the title before breadcrumbs go: "Forum :: Topic :: Re: x" tells more posts apart than "Topic".
+        let id = draft.guid ?? draft.atomID ?? draft.about ?? link
+            ?? FeedIdentity.contentHash(title: fullTitle, published: published, summary: summary)
+        let title = removingBreadcrumbs ? FeedText.removingBreadcrumbs(fullTitle) : fullTitle
+        let parsed = ParsedItem(id: id, link: link, title: title, author: draft.authors.joined ?? feedAuthor, summary: summary, published: published)
         // An Atom entry without an author has the feed's, which may come after
         // the entries: from the first such entry on, items wait for it.
         if isAtom, feedAuthor == nil, parsed.author == nil || !waitingForAuthor.isEmpty {
@@ -313,8 +383,12 @@ final class FeedReader: NSObject, XMLParserDelegate {
         let type = (element.attributes["type"] ?? "").lowercased()
         let isHTML: Bool
         if FeedNamespace.atom.contains(element.namespace) {
-            // Atom 1.0: text | html | xhtml; Atom 0.3: a MIME type and mode="escaped".
-            isHTML = type == "html" || type.hasPrefix("text/html") || element.attributes["mode"] == "escaped"
+            // Atom 1.0: text | html | xhtml, or a media type on content (XML
+            // types are read as markup, see holdsMarkup). Atom 0.3: a media
+            // type, text/plain by default, and a mode: escaped content is taken
+            // for HTML unless its type says plain text.
+            isHTML = type == "html" || type.hasPrefix("text/html")
+                || (element.attributes["mode"] == "escaped" && !type.hasPrefix("text/plain"))
         } else {
             isHTML = html
         }
@@ -332,16 +406,6 @@ final class FeedReader: NSObject, XMLParserDelegate {
         guard !trimmed.isEmpty else { return nil }
         guard let url = URL(string: trimmed, relativeTo: base)?.absoluteURL, url.scheme != nil else { return nil }
         return url.absoluteString
-    }
-
-    /// RSS 2.0's `author` is an email address, often with the name in parentheses:
-    /// `joe@example.com (Joe Bloggs)` gives `Joe Bloggs`.
-    static func nameFromEmailAddress(_ text: String) -> String {
-        if let open = text.firstIndex(of: "("), let close = text.lastIndex(of: ")"), open < close {
-            let name = text[text.index(after: open)..<close].trimmingCharacters(in: .whitespaces)
-            if !name.isEmpty { return name }
-        }
-        return text
     }
 
     /// The namespace and local name of an element, also when the namespace was

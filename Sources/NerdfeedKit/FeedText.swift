@@ -20,10 +20,12 @@ enum FeedText {
         return result
     }
 
-    /// The text of an HTML fragment: tags dropped (block tags become spaces),
-    /// entities decoded, whitespace collapsed.
+    /// The text of an HTML fragment: tags dropped (inline ones such as `<b>`
+    /// and `<a>` join what they separate, as a browser shows it; others become
+    /// spaces), the contents of `script` and `style` elements and comments
+    /// dropped, entities decoded, whitespace collapsed.
     ///
-    /// For example, `<p>A &amp; <b>B</b></p>` becomes `A & B`.
+    /// For example, `<p>A &amp; <b>B</b>!</p><p>C</p>` becomes `A & B! C`.
     static func plainText(fromHTML html: String) -> String {
         guard html.contains("<") || html.contains("&") else { return collapsingWhitespace(html) }
         var text = ""
@@ -31,16 +33,18 @@ enum FeedText {
         var index = html.startIndex
         // Once no ">" follows, none follows any later "<" either: stop looking
         // (each "<" would otherwise rescan to the end: quadratic on "<<<<…").
+        // The same for the end of a script, a style or a comment.
         var closesLeft = true
+        var unclosed: Set<String> = []
         while index < html.endIndex {
             let character = html[index]
             if character == "<", closesLeft {
                 if let close = html[index...].firstIndex(of: ">") {
                     let tag = html[html.index(after: index)..<close]
-                    // Tags never join words: "a<br>b" reads "a b". Inline tags rarely sit inside words.
+                    // "a<br>b" reads "a b"; "<b>x</b>," reads "x,".
                     if tag.first.map({ $0.isLetter || $0 == "/" || $0 == "!" }) == true {
-                        text.append(" ")
-                        index = html.index(after: close)
+                        if !isInline(tag: tag) { text.append(" ") }
+                        index = skipping(tag, in: html, after: html.index(after: close), unclosed: &unclosed)
                         continue
                     }
                 } else {
@@ -53,7 +57,49 @@ enum FeedText {
         return collapsingWhitespace(decodingEntities(text))
     }
 
-    /// Decodes HTML character references: the XML five, the common HTML names,
+    /// The elements a browser lays out in the line: their tags separate nothing.
+    static let inlineElements: Set<String> = [
+        "a", "abbr", "b", "bdi", "bdo", "big", "cite", "code", "data", "del", "dfn", "em", "font", "i", "ins",
+        "kbd", "mark", "q", "s", "samp", "small", "span", "strike", "strong", "sub", "sup", "time", "tt", "u", "var",
+    ]
+
+    /// Whether an element named `name` (any case) is one of ``inlineElements``.
+    static func isInline(_ name: some StringProtocol) -> Bool {
+        name.count <= 6 && inlineElements.contains(name.lowercased())
+    }
+
+    /// Whether the text of a tag (between `<` and `>`: `b`, `/b`, `span class=x`) is an inline element's.
+    private static func isInline(tag: Substring) -> Bool {
+        let name = (tag.first == "/" ? tag.dropFirst() : tag).prefix { $0.isLetter }
+        return !name.isEmpty && isInline(name)
+    }
+
+    /// Where the text goes on after `tag`, which ended just before `next`: past
+    /// the end of a comment, or of a `script` or `style` element, whose contents
+    /// are not text to show; else `next`. An end that never comes is looked for
+    /// once, and the tag is then dropped alone.
+    private static func skipping(_ tag: Substring, in html: String, after next: String.Index, unclosed: inout Set<String>) -> String.Index {
+        let end: String
+        if tag.hasPrefix("!--") {
+            // A comment may hold ">": it ends at "-->" (the tag may already be all of it).
+            guard !(tag.count >= 5 && tag.hasSuffix("--")) else { return next }
+            end = "-->"
+        } else {
+            let name = tag.prefix { $0.isLetter }.lowercased()
+            guard name == "script" || name == "style", !tag.hasSuffix("/") else { return next }
+            end = "</" + name
+        }
+        guard !unclosed.contains(end) else { return next }
+        guard let found = html.range(of: end, options: .caseInsensitive, range: next..<html.endIndex) else {
+            unclosed.insert(end)
+            return next
+        }
+        if end == "-->" { return found.upperBound }
+        // The end tag's own ">" (or the rest, if it has none).
+        return html[found.upperBound...].firstIndex(of: ">").map { html.index(after: $0) } ?? html.endIndex
+    }
+
+    /// Decodes HTML character references: every HTML 4 name (``htmlEntities``)
     /// and numeric ones (`&#8217;`, `&#x2014;`). Unknown names stay as they are.
     static func decodingEntities(_ text: String) -> String {
         guard text.contains("&") else { return text }
@@ -93,16 +139,8 @@ enum FeedText {
             guard let value, let scalar = Unicode.Scalar(value) else { return nil }
             return String(Character(scalar))
         }
-        return namedEntities[String(name)]
+        return htmlEntities[String(name)].flatMap(Unicode.Scalar.init).map { String(Character($0)) }
     }
-
-    private static let namedEntities: [String: String] = [
-        "amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'", "nbsp": "\u{00A0}",
-        "ndash": "\u{2013}", "mdash": "\u{2014}", "lsquo": "\u{2018}", "rsquo": "\u{2019}",
-        "ldquo": "\u{201C}", "rdquo": "\u{201D}", "hellip": "\u{2026}", "copy": "\u{00A9}",
-        "reg": "\u{00AE}", "trade": "\u{2122}", "euro": "\u{20AC}", "laquo": "\u{00AB}", "raquo": "\u{00BB}",
-        "eacute": "\u{00E9}", "egrave": "\u{00E8}", "uuml": "\u{00FC}", "ouml": "\u{00F6}", "auml": "\u{00E4}", "szlig": "\u{00DF}",
-    ]
 
     /// The forum's title without its breadcrumbs, as the original Nerdfeed trimmed
     /// it with the pattern `.* :: (.*) :: .*`.

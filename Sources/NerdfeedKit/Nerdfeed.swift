@@ -103,7 +103,7 @@ public final class NerdfeedApp {
     /// A failure lands in ``lastError``.
     public func markRead(_ item: FeedItem, read: Bool = true) async {
         do {
-            try await store.markRead(item.id, read: read)
+            try await store.markRead(item, read: read)
             lastError = nil
         } catch {
             lastError = error

@@ -4,7 +4,8 @@ import Foundation
 import GRDB
 
 /// Fetches an RSS or Atom feed and merges its items into the `feedItem` table
-/// by link: one operation type for the forum-feed endpoint.
+/// by identity (its `guid` or Atom `id`, else its link, else a hash of what
+/// it shows; see ``ParsedItem/id``): one operation type for the forum-feed endpoint.
 ///
 /// Unchanged feeds cost a 304: the ledger's `ETag` and `Last-Modified` go out as
 /// a conditional request. The feed is parsed as it is merged, batch by batch in
@@ -39,7 +40,7 @@ public struct FetchForumFeed: CachingOperation {
 
     /// Parses the body with ``FeedParser`` on another thread, resolving relative
     /// links against the URL the response came from, and merges each batch of
-    /// items by link as it comes; see ``FeedMerge``.
+    /// items by identity as it comes; see ``FeedMerge``.
     public func write(_ response: NetworkResponse, to db: Database) throws -> FeedMerge {
         try FeedItem.merge(document: response.body, baseURL: response.url, feed: url.absoluteString, into: db)
     }

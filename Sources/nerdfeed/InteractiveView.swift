@@ -133,7 +133,7 @@ final class InteractiveView {
 
         let listHeight = max(1, height - 5)
         if let detail {
-            lines += detailLines(detail, width: width, now: now)
+            lines += NerdfeedPresentation.detailLines(detail, width: width, now: now, footer: "(marked read — press any key)")
         } else {
             let rows: [String] = tab == .items
                 ? items.map { NerdfeedPresentation.itemLine($0, width: width - 2, now: now) }
@@ -161,23 +161,5 @@ final class InteractiveView {
         lines.append(NerdfeedPresentation.fit(statusText, trailer: "", width: width))
         lines.append(NerdfeedPresentation.fit("r refresh · j/k move · ⏎ read · tab switch · q quit", trailer: "limit \(estimate.concurrencyLimit)", width: width))
         terminal.draw(lines)
-    }
-
-    private func detailLines(_ item: FeedItem, width: Int, now: Date) -> [String] {
-        var lines = [item.title, item.id]
-        let byline = [item.author, item.published.map { "\($0.formatted(date: .abbreviated, time: .shortened)) (\(NerdfeedPresentation.relative($0, now: now)))" }]
-            .compactMap { $0 }.joined(separator: " · ")
-        if !byline.isEmpty { lines.append(byline) }
-        lines.append("")
-        let summary = (item.summary ?? "").replacingOccurrences(of: "\n", with: " ")
-        var rest = Substring(summary)
-        while !rest.isEmpty, lines.count < 20 {
-            lines.append(String(rest.prefix(width - 2)))
-            rest = rest.dropFirst(width - 2)
-        }
-        lines.append("")
-        lines.append("(marked read — press any key)")
-        // Feed text, drawn as is by the terminal: made safe here (the list's rows are, through fit).
-        return lines.map { "  " + TextLayout.terminalSafe($0) }
     }
 }

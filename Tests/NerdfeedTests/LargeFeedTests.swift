@@ -32,7 +32,7 @@ import Testing
         #expect(summary.title == "Large")
         #expect(summary.items == 2_000)
         #expect(batches.map(\.count) == [500, 500, 500, 500])
-        let links = batches.flatMap { $0.map(\.link) }
+        let links = batches.flatMap { $0.compactMap(\.link) }
         #expect(links == (0..<2_000).map { "https://forums.example.com/posts/\($0)" })
         #expect(try FeedParser.parse(data, baseURL: forumFeedURL).items.count == 2_000)
     }

@@ -15,20 +15,21 @@ import Testing
 
     @Test func mergeAddsAndUpdatesWithoutDuplicates() async throws {
         try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator) { store in
-            // Given the feed merged once
-            #expect(try await merge("rss2.xml", in: store) == FeedMerge(inserted: 5, updated: 0, unchanged: 0))
+            // Given the feed merged once (the item without a link too)
+            #expect(try await merge("rss2.xml", in: store) == FeedMerge(inserted: 6, updated: 0, unchanged: 0))
 
             // When the same feed comes again, nothing changes
-            #expect(try await merge("rss2.xml", in: store) == FeedMerge(inserted: 0, updated: 0, unchanged: 5))
-            #expect(try await store.allItems().count == 5)
+            #expect(try await merge("rss2.xml", in: store) == FeedMerge(inserted: 0, updated: 0, unchanged: 6))
+            #expect(try await store.allItems().count == 6)
 
             // When a later version comes, the new post is added and the changed ones updated
             #expect(try await merge("rss2-changed.xml", in: store) == FeedMerge(inserted: 1, updated: 2, unchanged: 2))
 
-            // Then nothing is duplicated, and the post that left the feed stays
+            // Then nothing is duplicated, and the posts that left the feed stay
             let items = try await store.allItems()
-            #expect(items.count == 6)
-            #expect(Set(items.map(\.id)).count == 6)
+            #expect(items.count == 7)
+            #expect(Set(items.map(\.id)).count == 7)
+            #expect(try await store.item(id: "post-105", feed: forumFeedURL.absoluteString)?.link == nil)
             #expect(try await store.item("https://forums.example.com/feeds/posts/103") != nil)
             #expect(try await store.item("https://forums.example.com/forum/posts/102")?.title == "Café & Cache: the sequel, part 2")
             #expect(try await store.item("https://forums.example.com/viewtopic.php?t=101&p=1")?.summary == "Solved: it fetched once.")
@@ -63,6 +64,7 @@ import Testing
             #expect(ordered.map(\.title) == [
                 "Café & Cache: the sequel",  // 2003-06-11 07:30
                 "Blocks",  // 2003-06-10 09:00
+                "Orphan without a link",  // 2003-06-10 05:00
                 "Web Services",  // 2003-06-10 04:00
                 "Off Topic :: Hello",  // undated, by title
                 "Tips & tricks: async let",  // undated
@@ -141,6 +143,91 @@ import Testing
             }
             #expect(second == FeedMerge(inserted: 0, updated: 0, unchanged: 1))
             #expect(try await store.item("https://e.com/1")?.published == date)
+        }
+    }
+
+    // MARK: - Identity
+
+    @Test func itemsWithoutLinksAreKeptAndKeepTheirReadMarks() async throws {
+        let status = FetchForumFeed(url: URL(string: "https://status.example.com/feed.xml")!)
+        try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator) { store in
+            // Given a feed of items without links, merged, two of them read
+            let first = try await StoreFixtures.perform(status, respondingWith: try fixture("rss2-without-links.xml"), in: store).written
+            #expect(first == FeedMerge(inserted: 6, updated: 0, unchanged: 0))
+            let items = try await store.read { db in try FeedItem.newestFirst(feed: status.url).fetchAll(db) }
+            #expect(items.allSatisfy { $0.link == nil })
+            let guidOnly = try #require(items.first { $0.id == "incident-2041" })
+            let titleOnly = try #require(items.first { $0.id.hasPrefix(FeedIdentity.prefix) && $0.published == utc("2026-02-27T12:00:00Z") })
+            #expect(try await store.markRead(guidOnly))
+            #expect(try await store.markRead(titleOnly))
+
+            // When the feed comes again
+            let second = try await StoreFixtures.perform(status, respondingWith: try fixture("rss2-without-links.xml"), in: store).written
+
+            // Then every item is the same row, and the read marks stay
+            #expect(second == FeedMerge(inserted: 0, updated: 0, unchanged: 6))
+            let again = try await store.read { db in try FeedItem.newestFirst(feed: status.url).fetchAll(db) }
+            #expect(again.filter(\.isRead).map(\.id).sorted() == [guidOnly.id, titleOnly.id].sorted())
+
+            // And marking unread works; an item gone from the cache says so
+            #expect(try await store.markRead(guidOnly, read: false))
+            #expect(try await store.item(id: guidOnly.id, feed: guidOnly.feed)?.isRead == false)
+            var gone = guidOnly
+            gone.id = "no-such-item"
+            #expect(try await store.markRead(gone) == false)
+        }
+    }
+
+    @Test func twoFeedsMayUseTheSameGuids() async throws {
+        try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator) { store in
+            // Given two forums whose posts are both "post-1"
+            let (one, two) = ("https://one.example.com/rss", "https://two.example.com/rss")
+            for (feed, title) in [(one, "In one"), (two, "In two")] {
+                let written = try await store.write { db in
+                    try FeedItem.merge([ParsedItem(id: "post-1", link: feed + "/1", title: title)], feed: feed, into: db)
+                }
+                #expect(written == FeedMerge(inserted: 1, updated: 0, unchanged: 0))
+            }
+
+            // Then each feed has its own row, read apart
+            let oneItems = try await store.read { db in try FeedItem.newestFirst(feed: one).fetchAll(db) }
+            let twoItems = try await store.read { db in try FeedItem.newestFirst(feed: two).fetchAll(db) }
+            #expect(oneItems.map(\.title) == ["In one"])
+            #expect(twoItems.map(\.title) == ["In two"])
+            try await store.markRead(try #require(oneItems.first))
+            #expect(try await store.item(id: "post-1", feed: one)?.isRead == true)
+            #expect(try await store.item(id: "post-1", feed: two)?.isRead == false)
+        }
+    }
+
+    @Test func anItemKnownByItsGuidFollowsANewLinkAndKeepsAKnownOne() async throws {
+        try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator) { store in
+            func merge(_ link: String?) async throws -> FeedMerge {
+                try await store.write { db in try FeedItem.merge([ParsedItem(id: "g", link: link, title: "T")], feed: "f", into: db) }
+            }
+            // Given an item read under its first link
+            _ = try await merge("https://e.com/old")
+            try await store.markRead("https://e.com/old")
+
+            // When its link changes, the same row follows it, still read
+            #expect(try await merge("https://e.com/new") == FeedMerge(inserted: 0, updated: 1, unchanged: 0))
+            #expect(try await store.item(id: "g", feed: "f")?.link == "https://e.com/new")
+            #expect(try await store.item(id: "g", feed: "f")?.isRead == true)
+
+            // When the feed stops giving a link, the known one stays
+            #expect(try await merge(nil) == FeedMerge(inserted: 0, updated: 0, unchanged: 1))
+            #expect(try await store.item(id: "g", feed: "f")?.link == "https://e.com/new")
+        }
+    }
+
+    @Test func markingByLinkMarksItInEveryFeed() async throws {
+        try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator) { store in
+            try await store.write { db in
+                _ = try FeedItem.merge([ParsedItem(id: "a", link: "https://e.com/shared", title: "A")], feed: "one", into: db)
+                _ = try FeedItem.merge([ParsedItem(id: "b", link: "https://e.com/shared", title: "B")], feed: "two", into: db)
+            }
+            #expect(try await markRead("https://e.com/shared", in: store))
+            #expect(try await store.allItems().allSatisfy(\.isRead))
         }
     }
 

@@ -42,7 +42,7 @@ import Testing
     }
 
     @Test func rowsFitTheWidth() {
-        let item = FeedItem(id: "http://h/1", title: String(repeating: "long title ", count: 20), author: "mikew", summary: nil, published: now.addingTimeInterval(-600), feed: "f", isRead: true)
+        let item = FeedItem(id: "http://h/1", link: "http://h/1", title: String(repeating: "long title ", count: 20), author: "mikew", summary: nil, published: now.addingTimeInterval(-600), feed: "f", isRead: true)
         let row = NerdfeedPresentation.itemLine(item, width: 60, now: now)
         #expect(row.count == 60)
         #expect(row.hasPrefix("✓ long title"))
@@ -52,6 +52,36 @@ import Testing
         let songRow = NerdfeedPresentation.songLine(song, width: 40)
         #expect(songRow == " 3. Fetch Twice" + String(repeating: " ", count: 13) + "Hummingbirds")
         #expect(songRow.count == 40)
+    }
+
+    @Test func theDetailShowsTheLinkOrSaysThereIsNone() {
+        let linked = FeedItem(id: "post-1", link: "https://h.example/1", title: "Linked", summary: "Body", feed: "f")
+        let detail = NerdfeedPresentation.detailLines(linked, width: 40, now: now, footer: "(press any key)")
+        #expect(detail.prefix(2) == ["  Linked", "  https://h.example/1"])
+        #expect(detail.contains("  Body"))
+        #expect(detail.last == "  (press any key)")
+
+        var unlinked = linked
+        unlinked.link = nil
+        #expect(NerdfeedPresentation.detailLines(unlinked, width: 40, now: now, footer: "")[1] == "  " + NerdfeedPresentation.noLink)
+        // A summary wraps to the width; a terminal too narrow for text still gets one character a line.
+        unlinked.summary = String(repeating: "x", count: 10)
+        #expect(NerdfeedPresentation.detailLines(unlinked, width: 6, now: now, footer: "").filter { $0 == "  xxxx" }.count == 2)
+        #expect(NerdfeedPresentation.detailLines(unlinked, width: 1, now: now, footer: "").filter { $0 == "  x" }.count == 10)
+    }
+
+    @Test func jsonGivesEachItemsIdAndItsLinkIfAny() throws {
+        let items = [
+            FeedItem(id: "post-1", link: "https://h.example/1", title: "Linked", feed: "f"),
+            FeedItem(id: "hash:fnv1a64:0123456789abcdef", link: nil, title: "Unlinked", feed: "f", isRead: true),
+        ]
+        let data = try NerdfeedPresentation.json(items: items, songs: [], feed: .init(isSyncing: false, lastSynced: nil, lastError: nil), offlineMode: true, now: now)
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let listed = try #require(object["items"] as? [[String: Any]])
+        #expect(listed.map { $0["id"] as? String } == ["post-1", "hash:fnv1a64:0123456789abcdef"])
+        #expect(listed[0]["link"] as? String == "https://h.example/1")
+        #expect(listed[1]["link"] == nil)
+        #expect(listed[1]["read"] as? Bool == true)
     }
 
     @Test func progressBar() {

@@ -37,13 +37,34 @@ final class Counter: Sendable {
 }
 
 extension Store {
-    /// Every feed item, by link.
+    /// Every feed item, by feed and identity.
     func allItems() async throws -> [FeedItem] {
-        try await read { db in try FeedItem.order(FeedItem.Columns.id).fetchAll(db) }
+        try await read { db in try FeedItem.order(FeedItem.Columns.feed, FeedItem.Columns.id).fetchAll(db) }
     }
 
-    /// The item with this link.
+    /// The item with this link (the first, by feed).
     func item(_ link: String) async throws -> FeedItem? {
-        try await read { db in try FeedItem.fetchOne(db, key: link) }
+        try await read { db in try FeedItem.filter(FeedItem.Columns.link == link).order(FeedItem.Columns.feed).fetchOne(db) }
     }
+
+    /// The item of `feed` with this identity.
+    func item(id: String, feed: String) async throws -> FeedItem? {
+        try await read { db in try FeedItem.fetchOne(db, key: ["feed": feed, "id": id]) }
+    }
+}
+
+/// The items of `feed`, parsed from the document `xml`.
+func parse(_ xml: String, baseURL: URL = forumFeedURL) throws -> ParsedFeed {
+    try FeedParser.parse(Data(xml.utf8), baseURL: baseURL)
+}
+
+/// An RSS 2.0 document of one channel holding `items` (the items' XML).
+func rss(_ items: String, namespaces: String = "") -> String {
+    #"<rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd" xmlns:content="http://purl.org/rss/1.0/modules/content/" "#
+        + namespaces + "><channel><title>t</title>" + items + "</channel></rss>"
+}
+
+/// An Atom 1.0 document of one feed holding `entries` (the entries' XML).
+func atom(_ entries: String, feedLevel: String = "") -> String {
+    #"<feed xmlns="http://www.w3.org/2005/Atom"><title>t</title>"# + feedLevel + entries + "</feed>"
 }

@@ -1,0 +1,74 @@
+import Foundation
+
+/// An item's authors as the feed gives them, in one form whatever the format:
+/// `Name <email>` when the feed gives both, else the name, else the email.
+///
+/// The form is the one mail uses (RFC 5322's name-addr), so it reads at once
+/// and stays one string in the cache:
+/// - Atom's `<name>Joe</name><email>joe@example.com</email>` gives `Joe <joe@example.com>`;
+/// - RSS 2.0's `joe@example.com (Joe)`, the same person, gives the same;
+/// - anything else (`Joe`, `joe@example.com`, `Joe <joe@example.com>`, a
+///   `dc:creator` such as `The Editors`) is kept as given, whitespace collapsed.
+///
+/// An item may name several authors, in elements of different kinds. The
+/// first kind it uses wins (an item with both `<author>` and `dc:creator`
+/// usually names one person twice), and the authors of that kind are joined
+/// with `", "`, at most ``mostAuthors`` of them.
+///
+/// For example:
+///
+/// ```swift
+/// var authors = FeedAuthors()
+/// authors.add(FeedAuthors.rss("joe@example.com (Joe)"), kind: .rss)
+/// authors.add("Joe", kind: .dublinCore)   // another kind: ignored
+/// authors.joined                           // "Joe <joe@example.com>"
+/// ```
+struct FeedAuthors {
+    /// The element an author came from.
+    enum Kind {
+        case atom, rss, dublinCore, podcast
+    }
+
+    /// The most authors kept for one item.
+    static let mostAuthors = 16
+
+    private var kind: Kind?
+    private var names: [String] = []
+
+    /// Adds an author found in an element of `kind`; `nil` or empty adds nothing.
+    mutating func add(_ author: String?, kind: Kind) {
+        guard let author, !author.isEmpty else { return }
+        if self.kind == nil { self.kind = kind }
+        guard self.kind == kind, names.count < Self.mostAuthors, !names.contains(author) else { return }
+        names.append(author)
+    }
+
+    /// The authors joined with `", "`, or `nil` if there are none.
+    var joined: String? {
+        names.isEmpty ? nil : names.joined(separator: ", ")
+    }
+
+    /// `Name <email>` from an Atom person's name and email; either alone as it is.
+    static func atom(name: String?, email: String?) -> String? {
+        let name = name.map(FeedText.collapsingWhitespace).flatMap { $0.isEmpty ? nil : $0 }
+        let email = email.map(FeedText.collapsingWhitespace).flatMap { $0.isEmpty ? nil : $0 }
+        switch (name, email) {
+        case let (name?, email?): return "\(name) <\(email)>"
+        case let (name?, nil): return name
+        case let (nil, email?): return email
+        case (nil, nil): return nil
+        }
+    }
+
+    /// An RSS author (`author`, `dc:creator`, `itunes:author`): RSS 2.0's
+    /// `email (Name)` becomes `Name <email>`; anything else stays as given.
+    static func rss(_ text: String) -> String {
+        let text = FeedText.collapsingWhitespace(text)
+        guard text.hasSuffix(")"), let open = text.firstIndex(of: "(") else { return text }
+        let email = text[..<open].trimmingCharacters(in: .whitespaces)
+        let name = text[text.index(after: open)..<text.index(before: text.endIndex)].trimmingCharacters(in: .whitespaces)
+        // Only an address before the parentheses: "Joe (editor)" is a name with a remark.
+        guard !name.isEmpty, email.contains("@"), !email.contains(" ") else { return text }
+        return "\(name) <\(email)>"
+    }
+}
