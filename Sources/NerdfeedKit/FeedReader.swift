@@ -68,6 +68,8 @@ final class FeedReader: NSObject, XMLParserDelegate {
     /// without an author on, in document order.
     private var waitingForAuthor: [ParsedItem] = []
     private let batchSize: Int
+    /// The last base URL ``resolve(_:against:)`` saw, and its origin as text.
+    private var originCache: (base: URL, origin: String)?
     private let deliver: ([ParsedItem]) throws -> Void
 
     /// The most items that wait for a feed author named after the entries.
@@ -402,6 +404,7 @@ final class FeedReader: NSObject, XMLParserDelegate {
 
     /// An absolute URL string for `text` (trimmed) relative to `base`, or `nil` when empty or unusable.
     private func resolve(_ text: String, against base: URL) -> String? {
+        if let resolved = LinkResolver.fastPath(text, against: base, origin: &originCache) { return resolved }
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { return nil }
         guard let url = URL(string: trimmed, relativeTo: base)?.absoluteURL, url.scheme != nil else { return nil }
@@ -411,6 +414,11 @@ final class FeedReader: NSObject, XMLParserDelegate {
     /// The namespace and local name of an element, also when the namespace was
     /// not declared (`dc:creator` with no `xmlns:dc` still means Dublin Core).
     static func resolve(_ name: String, namespaceURI: String?, qualifiedName: String?) -> (namespace: String, name: String) {
+        // The usual cases, without making strings: no prefix anywhere.
+        if !name.utf8.contains(UInt8(ascii: ":")) {
+            if let namespaceURI, !namespaceURI.isEmpty { return (namespaceURI, name) }
+            if !(qualifiedName ?? "").utf8.contains(UInt8(ascii: ":")) { return ("", name) }
+        }
         // Some XMLParser versions pass the qualified name as the element name.
         let local = name.split(separator: ":").last.map(String.init) ?? name
         if let namespaceURI, !namespaceURI.isEmpty { return (namespaceURI, local) }

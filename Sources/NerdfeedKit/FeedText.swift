@@ -151,9 +151,31 @@ enum FeedText {
     /// fewer than three parts does not match the pattern and stays as it is, as
     /// it did in the original; so does one whose kept part would be empty.
     static func removingBreadcrumbs(_ title: String) -> String {
+        // Most titles have no breadcrumbs: two " :: " are needed, so look for them first.
+        guard hasTwoSeparators(title) else { return title }
         let parts = title.components(separatedBy: " :: ")
         guard parts.count >= 3 else { return title }
         let kept = parts[parts.count - 2].trimmingCharacters(in: .whitespaces)
         return kept.isEmpty ? title : kept
+    }
+
+    /// Whether " :: " occurs at least twice, without making strings.
+    private static func hasTwoSeparators(_ title: String) -> Bool {
+        let separator: [UInt8] = [0x20, 0x3A, 0x3A, 0x20]
+        var found = 0
+        var matched = 0
+        for byte in title.utf8 {
+            if byte == separator[matched] {
+                matched += 1
+                if matched == separator.count {
+                    found += 1
+                    if found == 2 { return true }
+                    matched = 0
+                }
+            } else {
+                matched = byte == separator[0] ? 1 : 0
+            }
+        }
+        return false
     }
 }
