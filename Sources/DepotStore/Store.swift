@@ -149,6 +149,10 @@ public final class Store: Sendable {
             try OutboxTable.create(db)
         }
         try migrator.migrate(writer)
+        // The check above ran on a pool reader, which keeps the schema it read:
+        // after a migration that rebuilds a table, its first `SELECT *` would
+        // read the old column positions. Readers start afresh instead.
+        (writer as? DatabasePool)?.invalidateReadOnlyConnections()
     }
 
     /// The path of the database file, or `nil` in memory.
