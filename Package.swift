@@ -189,6 +189,19 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Fuzzing (Fuzz/README.md): one function per fuzz target, and the
+        // driver that runs them under libFuzzer (`Fuzz/run`) or replays saved
+        // inputs. In the root package, to reach `package` symbols.
+        .target(
+            name: "FuzzTargets",
+            dependencies: ["Depot", "DepotStore", "NerdfeedKit"],
+            path: "Fuzz/Targets"
+        ),
+        .executableTarget(
+            name: "depot-fuzz",
+            dependencies: ["FuzzTargets"],
+            path: "Fuzz/Driver"
+        ),
         // Running the example executables from tests: posix_spawn and tmux.
         .target(
             name: "CLITestSupport",
@@ -252,6 +265,11 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
+        ),
+        // Every committed corpus and crash input, and a short `Fuzz/run --smoke`.
+        .testTarget(
+            name: "FuzzTests",
+            dependencies: ["FuzzTargets", "CLITestSupport", "Depot", "NerdfeedKit"]
         ),
         .testTarget(
             name: "DemoServerTests",

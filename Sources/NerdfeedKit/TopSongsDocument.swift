@@ -6,7 +6,9 @@ import Foundation
 ///
 /// iTunes writes a one-element array as the bare element (a chart of one song
 /// has `"entry": {…}`) and leaves `entry` out of an empty chart; both are read.
-struct TopSongsDocument: Decodable {
+///
+/// `package` so that the fuzz targets (`Fuzz/Targets`) can reach ``songs(from:)``.
+package struct TopSongsDocument: Decodable {
     struct Label: Decodable {
         var label: String
     }
@@ -53,7 +55,7 @@ struct TopSongsDocument: Decodable {
 
     /// The songs in `data`, ranked from 1 in the order of the chart.
     /// - Throws: `.decoding` when the JSON does not have the chart's shape.
-    static func songs(from data: Data) throws(DepotError) -> [Song] {
+    package static func songs(from data: Data) throws(DepotError) -> [Song] {
         let document: TopSongsDocument
         do {
             document = try JSONDecoder().decode(TopSongsDocument.self, from: data)

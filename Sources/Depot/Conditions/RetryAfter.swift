@@ -32,28 +32,35 @@ package enum RetryAfter {
     ///
     /// - Parameters:
     ///   - text: The date as sent.
-    ///   - now: For RFC 850's two-digit years: a year more than 50 years ahead of `now` is taken from the previous century.
+    ///   - now: For RFC 850's two-digit years: the year with those last two digits that is at most
+    ///     50 years ahead of `now`'s (RFC 9110 §5.6.7), so in 2080 `30` is 2130 and `31` is 2031.
     package static func httpDate(_ text: String, now: Date = Date(timeIntervalSince1970: 0)) -> Date? {
         let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
         // IMF-fixdate: "Sun," "06" "Nov" "1994" "08:49:37" "GMT"
         if words.count == 6, words[0].hasSuffix(","), words[5] == "GMT",
-           let day = Int(words[1]), words[1].count == 2, let month = month(words[2]),
-           let year = Int(words[3]), words[3].count == 4, let time = clock(words[4]) {
+           let day = number(words[1], digits: 2...2), let month = month(words[2]),
+           let year = number(words[3], digits: 4...4), let time = clock(words[4]) {
             return date(year: year, month: month, day: day, time: time)
         }
         // RFC 850: "Sunday," "06-Nov-94" "08:49:37" "GMT"
         if words.count == 4, words[0].hasSuffix(","), words[3] == "GMT", let time = clock(words[2]) {
-            let parts = words[1].split(separator: "-").map(String.init)
-            guard parts.count == 3, let day = Int(parts[0]), let month = month(parts[1]),
-                  let shortYear = Int(parts[2]), parts[2].count == 2 else { return nil }
+            let parts = words[1].split(separator: "-", omittingEmptySubsequences: false).map(String.init)
+            guard parts.count == 3, let day = number(parts[0], digits: 1...2), let month = month(parts[1]),
+                  let shortYear = number(parts[2], digits: 2...2) else { return nil }
             let currentYear = civil(from: Int((now.timeIntervalSince1970 / 86_400).rounded(.down))).year
+            // This century's year, else the previous or the next one's: the one at most
+            // 50 years ahead and more than 50 years back (in 1994, "26" is 2026, "45" 1945).
             var year = currentYear / 100 * 100 + shortYear
-            if year > currentYear + 50 { year -= 100 }
+            if year > currentYear + 50 {
+                year -= 100
+            } else if year <= currentYear - 50 {
+                year += 100
+            }
             return date(year: year, month: month, day: day, time: time)
         }
         // asctime: "Sun" "Nov" "6" "08:49:37" "1994"
-        if words.count == 5, let month = month(words[1]), let day = Int(words[2]),
-           let time = clock(words[3]), let year = Int(words[4]), words[4].count == 4 {
+        if words.count == 5, let month = month(words[1]), let day = number(words[2], digits: 1...2),
+           let time = clock(words[3]), let year = number(words[4], digits: 4...4) {
             return date(year: year, month: month, day: day, time: time)
         }
         return nil
@@ -61,14 +68,23 @@ package enum RetryAfter {
 
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 
+    /// The value of `text` if it is only ASCII digits, as many as `digits` allows: no sign,
+    /// which `Int(_:)` would take (`"+7"`, `"-1"`).
+    private static func number(_ text: some StringProtocol, digits: ClosedRange<Int>) -> Int? {
+        guard digits.contains(text.utf8.count),
+              text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return Int(text)
+    }
+
     private static func month(_ name: String) -> Int? {
         months.firstIndex(of: name.lowercased()).map { $0 + 1 }
     }
 
     private static func clock(_ text: String) -> Int? {
-        let parts = text.split(separator: ":")
-        guard parts.count == 3, parts.allSatisfy({ $0.count == 2 }),
-              let h = Int(parts[0]), let m = Int(parts[1]), let s = Int(parts[2]),
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 3,
+              let h = number(parts[0], digits: 2...2), let m = number(parts[1], digits: 2...2),
+              let s = number(parts[2], digits: 2...2),
               h < 24, m < 60, s <= 60 else { return nil }
         return h * 3600 + m * 60 + s
     }
