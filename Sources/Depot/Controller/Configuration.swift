@@ -17,6 +17,13 @@ extension NetworkController {
         public var transport: any Transport
         /// Run in order on every request: default headers, credentials, ...
         public var adapters: [any RequestAdapter]
+        /// Bearer tokens for one origin, refreshed once for everyone when they
+        /// expire or are refused. It adapts requests after ``adapters`` and is
+        /// the first interceptor. Default: none.
+        public var authenticator: TokenAuthenticator?
+        /// Asked in order about every attempt, after the authenticator and
+        /// before the retry policy (see ``ResponseInterceptor``). Default: none.
+        public var interceptors: [any ResponseInterceptor]
         /// The source of time for timeouts, grace periods and event timestamps.
         public var clock: any Clock<Duration>
         /// Where operations are logged. Secrets in headers are never logged.
@@ -68,6 +75,8 @@ extension NetworkController {
         ///   - baseURL: Relative request paths resolve against this (none).
         ///   - transport: What moves the bytes (``URLSessionTransport``).
         ///   - adapters: Run in order on every request (none).
+        ///   - authenticator: Bearer tokens with refresh for one origin (none).
+        ///   - interceptors: Asked about every attempt, before the retry policy (none).
         ///   - clock: The source of time (`ContinuousClock`).
         ///   - logger: Where operations are logged (label `depot`).
         ///   - concurrencyPolicy: How many transfers may run at once
@@ -90,6 +99,8 @@ extension NetworkController {
             baseURL: URL? = nil,
             transport: any Transport = URLSessionTransport(),
             adapters: [any RequestAdapter] = [],
+            authenticator: TokenAuthenticator? = nil,
+            interceptors: [any ResponseInterceptor] = [],
             clock: any Clock<Duration> = ContinuousClock(),
             logger: Logger = Logger(label: "depot"),
             concurrencyPolicy: ConcurrencyPolicy = .default,
@@ -111,6 +122,8 @@ extension NetworkController {
             self.baseURL = baseURL
             self.transport = transport
             self.adapters = adapters
+            self.authenticator = authenticator
+            self.interceptors = interceptors
             self.clock = clock
             self.logger = logger
             self.concurrencyPolicy = concurrencyPolicy

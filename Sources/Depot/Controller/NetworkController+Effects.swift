@@ -163,6 +163,17 @@ extension NetworkController {
         }
         let effects = state.withLock { state in
             state.running.removeValue(forKey: job)?.end()
+            if let generation = result.waitsForCredentials, !state.isShutDown, case .failure(let error) = result.result {
+                // Signed out: back to the queue, held until a sign-in. A sign-in that
+                // came after the job found no credential lets it go at once.
+                var effects: [Effect] = state.scheduler.waiters(of: job).compactMap { waiter in
+                    guard let ticket = state.records[waiter]?.ticket else { return nil }
+                    return emit(ticket, .waitingForCredentials(error), at: now)
+                }
+                let signedInSince = configuration.authenticator.map { $0.generation != generation } ?? true
+                apply(state.scheduler.requeue(job: job, holding: !signedInSince), in: &state, at: now, into: &effects)
+                return effects
+            }
             if result.waitsForNetwork, !state.isShutDown, case .failure(let error) = result.result {
                 // No network: back to the queue (behind its peers), to run when it returns.
                 // The probe that found no network ends with it.

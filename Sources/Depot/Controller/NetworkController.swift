@@ -52,6 +52,9 @@ public final class NetworkController: Sendable {
         var sample: TransferSample?
         /// The transfer found no network and the operation waits for it: back to the queue.
         var waitsForNetwork = false
+        /// The authenticator had no credential (at this generation): the job
+        /// waits in the queue for a sign-in.
+        var waitsForCredentials: Int?
     }
 
     struct TicketRecord: Sendable {
@@ -124,6 +127,7 @@ public final class NetworkController: Sendable {
         configuration.trace?.quality(conditions.quality, at: .zero)
         self.measurements = Mutex(measurements)
         self.state = Mutex(State(scheduler: Scheduler(limit: conditions.effectiveLimit), conditions: conditions))
+        configuration.authenticator?.attach(self)
     }
 
     /// Work still held when the last reference goes (in a paused category,

@@ -139,6 +139,8 @@ public struct DepotError: Error, Sendable, CustomStringConvertible, LocalizedErr
 
     private var reason: String {
         switch code.base {
+        case .unauthorized where status == nil:
+            return "not authorized" + detailSuffix(": ")
         case .unauthorized, .notFound, .server, .unexpectedStatus:
             if let status {
                 return "server answered \(status) \(HTTPStatus.reasonPhrase(status))"
