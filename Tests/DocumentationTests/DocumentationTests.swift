@@ -18,6 +18,7 @@ import Testing
         ("Sources/Depot/Depot.docc/OfflineBehavior.md", "Tests/DocumentationTests/Examples/GettingStarted.swift Tests/DocumentationTests/Examples/OfflineBehavior.swift"),
         ("Sources/Depot/Depot.docc/TestingYourOperations.md", "Tests/DocumentationTests/Examples/TestingYourOperations.swift"),
         ("Sources/Depot/Depot.docc/OfflineWrites.md", "Tests/DocumentationTests/Examples/OfflineWrites.swift"),
+        ("Sources/Depot/Depot.docc/Authentication.md", "Tests/DocumentationTests/Examples/Authentication.swift"),
     ]
 
     /// The ```swift blocks of a Markdown text.
