@@ -1,5 +1,7 @@
+import CoreMetrics
 import Foundation
 import Logging
+import Tracing
 
 extension NetworkController {
     /// Everything a controller is made from.
@@ -51,6 +53,16 @@ extension NetworkController {
         public var jitterSeed: UInt64?
         /// Records a waterfall trace of every operation when set.
         public var trace: TraceRecorder?
+        /// Where operation counts, durations, bytes, retries and the controller's
+        /// gauges go (see <doc:Observability>); `nil` records none. Default: the
+        /// factory `MetricsSystem.bootstrap` installed when the configuration
+        /// was made, which records nothing if none was.
+        public var metricsFactory: (any MetricsFactory)?
+        /// What makes each transfer's client span and injects its context
+        /// (`traceparent`) into the request; `nil` makes none. Default: the
+        /// tracer `InstrumentationSystem.bootstrap` installed when the
+        /// configuration was made, which traces nothing if none was.
+        public var tracer: (any Tracer)?
 
         /// Bodies larger than this fail with ``DepotError/Code/tooLarge``.
         public var maximumBodySize: Int
@@ -89,6 +101,8 @@ extension NetworkController {
         ///   - currentDate: The wall clock, for `Retry-After` dates (`Date()`).
         ///   - jitterSeed: The seed for retry jitter; `nil` for system randomness.
         ///   - trace: Records a waterfall of every operation when set (none).
+        ///   - metricsFactory: Where metrics go (`MetricsSystem.factory`); `nil` records none.
+        ///   - tracer: What makes each transfer's span (`InstrumentationSystem.tracer`); `nil` makes none.
         ///   - maximumBodySize: Larger bodies fail with `.tooLarge` (50 MB).
         ///   - redirectLimit: Redirects to follow (10).
         ///   - longestTransfer: A cap on every transfer's total time (none).
@@ -112,6 +126,8 @@ extension NetworkController {
             currentDate: @escaping @Sendable () -> Date = { Date() },
             jitterSeed: UInt64? = nil,
             trace: TraceRecorder? = nil,
+            metricsFactory: (any MetricsFactory)? = MetricsSystem.factory,
+            tracer: (any Tracer)? = InstrumentationSystem.tracer,
             maximumBodySize: Int = Configuration.defaultMaximumBodySize,
             redirectLimit: Int = Configuration.defaultRedirectLimit,
             longestTransfer: Duration? = nil,
@@ -135,6 +151,8 @@ extension NetworkController {
             self.currentDate = currentDate
             self.jitterSeed = jitterSeed
             self.trace = trace
+            self.metricsFactory = metricsFactory
+            self.tracer = tracer
             self.maximumBodySize = maximumBodySize
             self.redirectLimit = redirectLimit
             self.longestTransfer = longestTransfer

@@ -226,6 +226,7 @@ extension NetworkController {
     /// Hands `event` to `events` subscribers and posts its notification.
     private func publish(_ event: NetworkEvent) {
         hub.emit(event)
+        telemetry.metrics?.observe(event)
         // Progress is too frequent for NotificationCenter; it stays on `events` and `Ticket.progress`.
         if case .progress = event.detail { return }
         configuration.notificationCenter?.post(name: event.notificationName, object: nil, userInfo: event.userInfo)

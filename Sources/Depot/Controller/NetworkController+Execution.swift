@@ -1,4 +1,5 @@
 import Foundation
+import Instrumentation
 import Logging
 import Synchronization
 
@@ -10,13 +11,14 @@ extension NetworkController {
         name: String,
         request: NetworkRequest,
         url: URL,
-        environment: JobEnvironment
+        environment: JobEnvironment,
+        traceParent: ServiceContext?
     ) async -> JobResult {
         let logger = configuration.logger
         var attempt = 1
         var followsRefresh = false
         while true {
-            let outcome = await attemptTransfer(operation, name: name, request: request, url: url, attempt: attempt, environment: environment, logger: logger)
+            let outcome = await attemptTransfer(operation, name: name, request: request, url: url, attempt: attempt, environment: environment, logger: logger, traceParent: traceParent)
             let intercepted: InterceptedAttempt
             let sample: TransferSample?
             switch outcome {
@@ -115,7 +117,8 @@ extension NetworkController {
         url: URL,
         attempt: Int,
         environment: JobEnvironment,
-        logger: Logger
+        logger: Logger,
+        traceParent: ServiceContext?
     ) async -> AttemptOutcome {
         // A function, not a closure value: a closure would be allocated per job even when nothing logs.
         func logMetadata() -> Logger.Metadata { ["depot.ticket": "\(environment.job)", "depot.operation": "\(name)"] }
@@ -152,6 +155,8 @@ extension NetworkController {
         logger.trace("request headers", metadata: logMetadata().merging(["http.headers": "\(transportRequest.headers)"]) { $1 })
 
         // 2. Transfer, counting the link's bytes while this body arrives.
+        let span = startSpan(operation: name, request: &transportRequest, attempt: attempt, parent: traceParent)
+        defer { span?.end() }
         let meter = LinkMeter(controller: linkBytes, now: timebase.now)
         defer { meter.finish() }
         let running = environment.running
@@ -163,10 +168,13 @@ extension NetworkController {
             }
         } catch {
             let failure = DepotError.wrap(error, operation: name, fallback: .transport)
+            span?.failed(failure)
             noteAttempt(sample: nil, error: failure)
             return .failed(failure, headers: [:], sample: nil, sent: transportRequest)
         }
         let response = transfer.response
+        span?.responded(status: response.status, bytes: transfer.sample.bytes)
+        telemetry.metrics?.received(transfer.sample.bytes, operation: name)
         let linkSample = meter.linkSample(for: transfer.sample, minimumBytes: configuration.monitor.minimumMeasurableBytes)
         if let trace = configuration.trace {
             let sample = transfer.sample

@@ -104,6 +104,8 @@ public final class NetworkController: Sendable {
     private static let ticketCounter = Atomic<UInt64>(0)
     /// Body bytes received by every transfer of this controller (see ``LinkMeter``).
     let linkBytes = LinkMeter.Counter()
+    /// Metrics and spans through the standard packages, when a backend is configured.
+    let telemetry: Telemetry
 
     /// Makes a controller.
     public init(configuration: Configuration = Configuration()) {
@@ -125,6 +127,7 @@ public final class NetworkController: Sendable {
         let measurements = Measurements(configuration: configuration)
         let conditions = ConditionsState(configuration: configuration, measurements: measurements)
         configuration.trace?.quality(conditions.quality, at: .zero)
+        self.telemetry = Telemetry(factory: configuration.metricsFactory, tracer: configuration.tracer, quality: conditions.quality, limit: conditions.effectiveLimit)
         self.measurements = Mutex(measurements)
         self.state = Mutex(State(scheduler: Scheduler(limit: conditions.effectiveLimit), conditions: conditions))
         configuration.authenticator?.attach(self)
@@ -299,9 +302,10 @@ public final class NetworkController: Sendable {
             coalescingKey: Self.coalescingKey(for: operation, method: request.method, url: url),
             dependencies: dependencies.map(\.id)
         )
+        let traceParent = telemetry.parentContext()
         let runner: JobRunner = { [weak self] environment in
             guard let self else { return JobResult(result: .failure(DepotError(.shutDown, operation: name))) }
-            return await self.execute(operation, name: name, request: request, url: url, environment: environment)
+            return await self.execute(operation, name: name, request: request, url: url, environment: environment, traceParent: traceParent)
         }
         let record = TicketRecord(ticket: ticket, priority: operation.priority, enqueuedAt: now, runner: runner, deliver: deliver)
         let isDroppable = operation.isDroppable
