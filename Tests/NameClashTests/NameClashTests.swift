@@ -67,6 +67,7 @@ import Testing
         "Origin": Origin.self,
         "Priority": Priority.self,
         "QualityRules": QualityRules.self,
+        "Redaction": Redaction.self,
         "RequestAdapter": (any RequestAdapter).Type.self,
         "ResultsChangeSet": ResultsChangeSet.self,
         "ResultsController": ResultsController<Row>.self,

@@ -30,6 +30,10 @@ extension NetworkController {
         public var clock: any Clock<Duration>
         /// Where operations are logged. Secrets in headers are never logged.
         public var logger: Logger
+        /// Which headers and query parameters are secrets: their values are
+        /// redacted in logs, error details, events and traces, and the headers
+        /// are dropped on a redirect to another origin. Default: ``Redaction/default``.
+        public var redaction: Redaction
         /// How many transfers may run at once, as the connection quality changes.
         /// Default: ``ConcurrencyPolicy/default`` (offline 0, poor 1, moderate 2,
         /// good 4, excellent 6). A fixed limit is `.fixed(n)`: the one place
@@ -91,6 +95,7 @@ extension NetworkController {
         ///   - interceptors: Asked about every attempt, before the retry policy (none).
         ///   - clock: The source of time (`ContinuousClock`).
         ///   - logger: Where operations are logged (label `depot`).
+        ///   - redaction: Which header and query values are secrets (``Redaction/default``).
         ///   - concurrencyPolicy: How many transfers may run at once
         ///     (``ConcurrencyPolicy/default``; `.fixed(n)` for a fixed limit).
         ///   - monitor: How quality is measured (``ConnectionMonitor/Configuration/default``).
@@ -117,6 +122,7 @@ extension NetworkController {
             interceptors: [any ResponseInterceptor] = [],
             clock: any Clock<Duration> = ContinuousClock(),
             logger: Logger = Logger(label: "depot"),
+            redaction: Redaction = .default,
             concurrencyPolicy: ConcurrencyPolicy = .default,
             monitor: ConnectionMonitor.Configuration = .default,
             qualityRules: QualityRules = .default,
@@ -142,6 +148,7 @@ extension NetworkController {
             self.interceptors = interceptors
             self.clock = clock
             self.logger = logger
+            self.redaction = redaction
             self.concurrencyPolicy = concurrencyPolicy
             self.monitor = monitor
             self.qualityRules = qualityRules

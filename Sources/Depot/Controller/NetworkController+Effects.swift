@@ -155,6 +155,10 @@ extension NetworkController {
     }
 
     private func jobEnded(_ job: Ticket.ID, _ result: JobResult) {
+        var result = result
+        // Every failure a job reports reaches events, notifications, logs and its
+        // callers from here: its secrets go now, outside the lock.
+        if case .failure(let error) = result.result { result.result = .failure(configuration.redaction.error(error)) }
         let now = timebase.now()
         let outcome: Scheduler.Outcome
         switch result.result {

@@ -151,8 +151,8 @@ extension NetworkController {
             if failure.code == .offline { noteAttempt(sample: nil, error: failure) }
             return .failed(failure, headers: [:], sample: nil, sent: transportRequest)
         }
-        logger.debug("started", metadata: logMetadata().merging(["http.method": "\(transportRequest.method)", "http.url": "\(transportRequest.url.absoluteString)"]) { $1 })
-        logger.trace("request headers", metadata: logMetadata().merging(["http.headers": "\(transportRequest.headers)"]) { $1 })
+        logger.debug("started", metadata: logMetadata().merging(["http.method": "\(transportRequest.method)", "http.url": "\(configuration.redaction.url(transportRequest.url))"]) { $1 })
+        logger.trace("request headers", metadata: logMetadata().merging(["http.headers": "\(configuration.redaction.headers(transportRequest.headers))"]) { $1 })
 
         // 2. Transfer, counting the link's bytes while this body arrives.
         let span = startSpan(operation: name, request: &transportRequest, attempt: attempt, parent: traceParent)
@@ -181,7 +181,7 @@ extension NetworkController {
             let firstByte = timebase.now() - sample.transferDuration
             for waiter in waiters(of: environment.job) { trace.firstByte(waiter, at: firstByte) }
         }
-        logger.trace("response headers", metadata: logMetadata().merging(["http.status": "\(response.status)", "http.headers": "\(response.headers)"]) { $1 })
+        logger.trace("response headers", metadata: logMetadata().merging(["http.status": "\(response.status)", "http.headers": "\(configuration.redaction.headers(response.headers))"]) { $1 })
 
         // 3. Validate. Either way the transfer measured the link; an accepted
         // response also counts toward the retry budget (one lock for both).

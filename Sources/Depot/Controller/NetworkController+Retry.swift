@@ -47,6 +47,7 @@ extension NetworkController {
 
     /// Tells the waiters of `job` that it will be retried.
     func beginBackoff(job: Ticket.ID, attempt: Int, delay: Duration, error: DepotError) {
+        let error = configuration.redaction.error(error)
         let now = timebase.now()
         let effects = state.withLock { state -> [Effect] in
             state.scheduler.waiters(of: job).compactMap { waiter in

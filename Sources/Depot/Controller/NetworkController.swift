@@ -122,7 +122,8 @@ public final class NetworkController: Sendable {
             timebase: timebase,
             maximumBodySize: configuration.maximumBodySize,
             redirectLimit: configuration.redirectLimit,
-            watch: DeadlineWatch(timebase: timebase)
+            watch: DeadlineWatch(timebase: timebase),
+            redaction: configuration.redaction
         )
         let measurements = Measurements(configuration: configuration)
         let conditions = ConditionsState(configuration: configuration, measurements: measurements)
@@ -290,7 +291,7 @@ public final class NetworkController: Sendable {
             url = try request.resolvedURL(base: base)
         } catch {
             // After shutdown every operation fails the same way, a malformed one too.
-            let failure = isShutDown ? DepotError(.shutDown, operation: name) : error.named(name)
+            let failure = isShutDown ? DepotError(.shutDown, operation: name) : configuration.redaction.error(error.named(name))
             rejectAtOnce(ticket, priority: operation.priority, category: operation.category, deliver: deliver, error: failure, at: now)
             return ticket
         }
@@ -330,7 +331,7 @@ public final class NetworkController: Sendable {
             }
             state.records[id] = record
             effects.append(emit(ticket, .enqueued(priority: entry.priority, category: entry.category), at: now))
-            configuration.trace?.enqueued(id, name: name, priority: entry.priority, category: entry.category, at: now)
+            configuration.trace?.enqueued(id, name: configuration.redaction.text(name), priority: entry.priority, category: entry.category, at: now)
             let quality = state.conditions.quality
             if isDroppable {
                 // Work that a bad network would drop is not even queued on one.

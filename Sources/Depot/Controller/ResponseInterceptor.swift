@@ -132,7 +132,7 @@ public struct InterceptorContext: Sendable {
     /// numbers, and a `send` that fails with `.invalidRequest`.
     public init(now: Date = Date(), logger: Logger = Logger(label: "depot")) {
         self.init(now: now, logger: logger, random: { UInt64.random(in: .min ... .max) }, send: { request throws(DepotError) in
-            throw DepotError(.invalidRequest, detail: "this context sends nothing (\(request.url.absoluteString))")
+            throw DepotError(.invalidRequest, detail: "this context sends nothing (\(Redaction.default.url(request.url)))")
         })
     }
 
