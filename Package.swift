@@ -248,7 +248,11 @@ let package = Package(
         // against the docs' text, and run where they need no network.
         .testTarget(
             name: "DocumentationTests",
-            dependencies: libraryProducts
+            dependencies: libraryProducts + [
+                // The observability article's example: a backend's factory and tracer.
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+            ]
         ),
         // Compile-only: Depot's public names beside the packages users import with it.
         .testTarget(

@@ -32,12 +32,17 @@ public final class AsyncHTTPClientTransport: Transport {
     public init(configuration: HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration) {
         var configuration = configuration
         configuration.redirectConfiguration = .disallow
+        // The controller makes each transfer's span and injects its `traceparent`;
+        // the client's own span would add a second `traceparent` header.
+        configuration.tracing.tracer = nil
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         self.ownsClient = true
     }
 
     /// Uses a client you own and shut down yourself. Make it with
-    /// `redirectConfiguration: .disallow`, or Depot's redirect rules cannot apply.
+    /// `redirectConfiguration: .disallow`, or Depot's redirect rules cannot apply,
+    /// and with `tracing.tracer = nil`: the controller traces each transfer and
+    /// injects its `traceparent`, and the client's own would add a second one.
     public init(client: HTTPClient) {
         self.client = client
         self.ownsClient = false

@@ -246,3 +246,15 @@ struct W3CTracer: Tracer {
         recorder.extract(carrier, into: &context, using: extractor)
     }
 }
+
+extension TelemetryTests {
+    /// With a bootstrapped tracer, AsyncHTTPClient would make a span of its own
+    /// and add a second `traceparent`: the transport turns the client's off.
+    @Test func theAsyncHTTPClientTransportLeavesTracingToTheController() async {
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        configuration.tracing.tracer = W3CTracer()
+        let transport = AsyncHTTPClientTransport(configuration: configuration)
+        #expect(transport.client.tracer == nil)
+        await transport.shutdown()
+    }
+}
