@@ -258,3 +258,31 @@ extension TelemetryTests {
         await transport.shutdown()
     }
 }
+
+extension TelemetryTests {
+    /// Spans leave the app for a tracing backend: their URL keeps no query
+    /// value and their recorded error is redacted like events and logs.
+    @Test func aSpanCarriesNoSecret() async throws {
+        struct Refusing: Transport {
+            func send(_ request: TransportRequest) async throws -> TransportResponse {
+                throw DepotError(.transport, detail: "refused \(request.url.absoluteString)")
+            }
+        }
+        struct FetchWithToken: NetworkOperation {
+            typealias Output = NetworkResponse
+            var offlineBehavior: OfflineBehavior = .failFast
+            var request: NetworkRequest { .get("search?q=cats&token=s3cret") }
+        }
+        let tracer = W3CTracer()
+        let controller = NetworkController(configuration: .init(
+            baseURL: URL(string: "https://api.test")!, transport: Refusing(), retryPolicy: .never, tracer: tracer, notificationCenter: nil
+        ))
+        await #expect(throws: DepotError.self) { try await controller.perform(FetchWithToken()) }
+        let span = try #require(tracer.recorder.finishedSpans.first)
+        #expect(span.attributes["url.full"]?.toSpanAttribute() == "https://api.test/search?q=REDACTED&token=REDACTED")
+        let recorded = try #require(span.errors.first?.error)
+        #expect(!"\(recorded)".contains("s3cret"))
+        #expect("\(recorded)".contains("refused"))
+        _ = await controller.shutdown(grace: .zero)
+    }
+}

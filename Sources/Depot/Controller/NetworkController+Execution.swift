@@ -168,7 +168,7 @@ extension NetworkController {
             }
         } catch {
             let failure = DepotError.wrap(error, operation: name, fallback: .transport)
-            span?.failed(failure)
+            span?.failed(configuration.redaction.error(failure))  // exported: no secrets
             noteAttempt(sample: nil, error: failure)
             return .failed(failure, headers: [:], sample: nil, sent: transportRequest)
         }
