@@ -165,6 +165,14 @@ struct TelemetryTests {
         }
         #expect(try metrics.expectCounter(OperationMetrics.started, [("operation", "Op")]).totalValue == 1)
         #expect(try metrics.expectCounter(OperationMetrics.failed, [("operation", "Op"), ("status", "cancelled")]).totalValue == 1)
+
+        // A ticket that joins another's transfer starts with it, once
+        let joiner = Ticket.ID(rawValue: 2)
+        for detail: NetworkEvent.Detail in [.enqueued(priority: .normal, category: .default), .coalesced(into: ticket), .started(attempt: 1), .finished(.init(status: 200, bytes: 4, duration: .zero, sample: nil))] {
+            observer.observe(NetworkEvent(time: .milliseconds(5), ticket: joiner, operation: "Op", detail: detail))
+        }
+        #expect(try metrics.expectCounter(OperationMetrics.started, [("operation", "Op")]).totalValue == 2)
+        #expect(try metrics.expectCounter(OperationMetrics.finished, [("operation", "Op"), ("status", "2xx")]).totalValue == 1)
     }
 
     @Test func statusClasses() {

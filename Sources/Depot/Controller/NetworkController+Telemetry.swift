@@ -46,7 +46,7 @@ final class Telemetry: Sendable {
 ///
 /// | label | kind | dimensions |
 /// |---|---|---|
-/// | `depot.operations.started` | counter | `operation` |
+/// | `depot.operations.started` | counter (once per operation; joining another's transfer counts) | `operation` |
 /// | `depot.operations.finished` | counter | `operation`, `status` (`2xx`, `3xx`, ...) |
 /// | `depot.operations.failed` | counter | `operation`, `status` (`4xx`, `5xx`, `error`, `cancelled`) |
 /// | `depot.operation.duration` | timer | `operation`, `status` |
@@ -117,8 +117,9 @@ final class OperationMetrics: Sendable {
         case .enqueued:
             guard let ticket = event.ticket else { return }
             state.withLock { $0.open[ticket] = Open(enqueuedAt: event.time) }
-        case .started:
-            // Once per operation: a job that waited in the queue for the network starts again.
+        case .started, .coalesced:
+            // Once per operation: a job that waited in the queue for the network starts
+            // again, and one that joined another's transfer starts with it.
             guard let ticket = event.ticket, let name = event.operation else { return }
             let first = state.withLock { state -> Bool in
                 guard state.open[ticket]?.started == false else { return false }
