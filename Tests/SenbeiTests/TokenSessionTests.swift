@@ -137,12 +137,9 @@ struct TokenSessionTests {
     /// A change whose send the server refuses for an expired token goes again
     /// after the refresh, with the same `Idempotency-Key`, and is done once.
     ///
-    /// Known gap in Depot: the authenticator renews only after a 401 that
-    /// failed validation, and the outbox's delivery accepts every status (the
-    /// outbox judges the answer), so this 401 reaches the outbox, which holds
-    /// the lane until the next sign-in. The known issue ends, and this test
-    /// fails, once `TokenAuthenticator.intercept` looks at a response's status
-    /// too: then remove `withKnownIssue`.
+    /// The outbox's delivery accepts every status (the outbox judges the
+    /// answer), so its 401 arrives as a success: the authenticator renews the
+    /// token for it all the same, and the send goes again with its key.
     @Test func aChangeRefusedForAnExpiredTokenGoesAgainAfterTheRefreshWithItsKey() async throws {
         let serverClock = ManualClock()
         let transport = RecordingTransport()
@@ -156,7 +153,7 @@ struct TokenSessionTests {
             // When a task is created
             let change = try await f.app.createTask(name: "Call Bob")
             let key = try #require(try await f.app.outbox.entries().first?.idempotencyKey)
-            await withKnownIssue("the authenticator does not renew the token after a 401 that the operation's validate accepts") {
+            do {
                 let created = try await f.app.sent(change)
 
                 // Then its first send was refused, the token renewed once, and the second send carried the same key

@@ -206,8 +206,11 @@ public final class TokenAuthenticator: Sendable {
 
     /// On a 401 to a request that carried this authenticator's token: refresh
     /// (once for everyone) and retry once with the new token.
+    ///
+    /// A 401 counts whether the operation refused it (a failure) or accepts
+    /// every status (an outbox delivery: a success whose status is 401).
     func intercept(_ attempt: InterceptedAttempt, context: InterceptorContext) async -> InterceptorDecision {
-        guard case .failure(let failure) = attempt.outcome, failure.status == 401,
+        guard attempt.outcome.status == 401,
               Origin(attempt.request.url) == origin, !exempt.contains(Self.exemptKey(attempt.request.url)),
               let sent = attempt.request.headers["Authorization"], sent.hasPrefix("Bearer ")
         else { return .proceed }
