@@ -30,13 +30,12 @@ enum AuthenticationExamples {
         configuration.interceptors = [MaintenanceWindow()]
         return controller
     }
+}
 
-    static func watchSignOut(_ controller: NetworkController, showSignIn: @escaping @Sendable () -> Void) -> Task<Void, Never> {
-        Task {
-            for await event in controller.events where event.kind == .signedOut {
-                showSignIn()
-            }
+func watchSignOut(_ controller: NetworkController, showSignIn: @escaping @Sendable () -> Void) -> Task<Void, Never> {
+    Task {
+        for await event in controller.events where event.kind == .signedOut {
+            showSignIn()
         }
     }
-
 }
