@@ -21,6 +21,8 @@ extension DemoServer {
         public var conditions: NetworkConditions
         /// The approximate size of each `/avatars/N.png`.
         public var avatarBytes: Int
+        /// How long an access token from `POST /oauth/token` lasts, in server time.
+        public var tokenLifetime: Duration
 
         /// Makes a configuration.
         public init(
@@ -32,7 +34,8 @@ extension DemoServer {
             epoch: Date = Date(timeIntervalSince1970: 1_767_225_600),
             clock: any Clock<Duration> = ContinuousClock(),
             conditions: NetworkConditions = .none,
-            avatarBytes: Int = 20_000
+            avatarBytes: Int = 20_000,
+            tokenLifetime: Duration = .seconds(3600)
         ) {
             self.host = host
             self.port = port
@@ -43,6 +46,7 @@ extension DemoServer {
             self.clock = clock
             self.conditions = conditions
             self.avatarBytes = avatarBytes
+            self.tokenLifetime = tokenLifetime
         }
     }
 }

@@ -13,10 +13,10 @@ extension DemoServer {
         case status(Int, body: String? = nil)
         /// 503 with `Retry-After` in seconds, or as an HTTP date when `asDate` is true.
         case retryAfter(seconds: Int, asDate: Bool = false)
-        /// A redirect to itself, forever.
+        /// A redirect to itself, forever. The request's query goes along in `Location`.
         case redirectLoop
         /// `count` redirects (302) in a row, each to the next (`count - 1`), the
-        /// last one to ``hello``.
+        /// last one to ``hello``. The request's query goes along in each `Location`.
         case redirects(Int)
         /// A redirect to the second listener (another port, so another origin), which
         /// records the headers it receives: see ``DemoServer/crossOriginHeaders``.

@@ -9,6 +9,8 @@ extension DemoServer {
         public var bytesSent: Int = 0
         /// Responses that were 304 Not Modified.
         public var notModified: Int = 0
+        /// `POST /oauth/token` requests by `grant_type` (`password`, `refresh_token`).
+        public var tokenGrants: [String: Int] = [:]
     }
 
     /// A copy of the counters.

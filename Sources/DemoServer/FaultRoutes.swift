@@ -28,13 +28,13 @@ enum FaultRoutes {
             response.headers[.retryAfter] = value
             return response
         }
-        router.get("/faults/redirect-loop") { _, _ in
-            Response(status: .found, headers: [.location: "/faults/redirect-loop"])
+        router.get("/faults/redirect-loop") { request, _ in
+            Response(status: .found, headers: [.location: "/faults/redirect-loop" + query(of: request)])
         }
-        router.get("/faults/redirects/:count") { _, context in
+        router.get("/faults/redirects/:count") { request, context in
             let count = try context.parameters.require("count", as: Int.self)
             let next = count <= 1 ? DemoServer.Fault.hello.path : DemoServer.Fault.redirects(count - 1).path
-            return Response(status: .found, headers: [.location: next])
+            return Response(status: .found, headers: [.location: next + query(of: request)])
         }
         router.get("/faults/redirect/cross-origin") { _, _ in
             let port = state.crossOriginPort.withLock { $0 }
@@ -139,6 +139,11 @@ enum FaultRoutes {
         router.get("/faults/empty") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/json", .contentLength: "0"])
         }
+    }
+
+    /// The request's query with its `?`, or nothing: what a redirect passes on.
+    static func query(of request: Request) -> String {
+        request.uri.query.map { "?" + $0 } ?? ""
     }
 
     static func text(_ status: HTTPResponse.Status, _ body: String) -> Response {

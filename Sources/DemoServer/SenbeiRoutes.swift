@@ -4,7 +4,8 @@ import Hummingbird
 import NIOCore
 import Synchronization
 
-/// A Fat Free CRM-like JSON API for the Senbei example, behind HTTP Basic auth.
+/// A Fat Free CRM-like JSON API for the Senbei example, behind HTTP Basic auth
+/// or a bearer token from ``OAuthTokens``' `POST /oauth/token`.
 ///
 /// Lists answer `{"items": [...], "page": N, "per_page": M, "total": T}`;
 /// validation errors answer 422 with `{"errors": {"field": ["message"]}}`, and
@@ -98,7 +99,9 @@ enum SenbeiRoutes {
         let store = Mutex(makeStore(seed: state.configuration.seed, today: state.now))
         // Every write honours Idempotency-Key; a 401 comes first and claims no key.
         let keys = IdempotencyKeys()
-        let crm = router.group().add(middleware: BasicAuthMiddleware())
+        let tokens = OAuthTokens(server: state)
+        OAuthTokens.add(to: router, tokens: tokens)
+        let crm = router.group().add(middleware: CRMAuthMiddleware(tokens: tokens))
 
         crm.get("/profile") { _, _ in
             try json(["username": username, "name": "Admin User", "email": "admin@example.com"])
@@ -242,17 +245,26 @@ enum SenbeiRoutes {
     }
 }
 
-/// HTTP Basic auth for the CRM routes: 401 with a challenge on missing or bad credentials.
-struct BasicAuthMiddleware: RouterMiddleware {
+/// Auth for the CRM routes: HTTP Basic with the CRM's user name and password,
+/// or `Bearer` with an unexpired access token; 401 with a challenge otherwise.
+struct CRMAuthMiddleware: RouterMiddleware {
     typealias Context = DemoRequestContext
+    let tokens: OAuthTokens
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let expected = "Basic " + Data("\(SenbeiRoutes.username):\(SenbeiRoutes.password)".utf8).base64EncodedString()
-        guard request.headers[.authorization] == expected else {
-            var response = try SenbeiRoutes.invalidStatus(.unauthorized, ["base": ["bad username or password"]])
-            response.headers[.wwwAuthenticate] = #"Basic realm="depot-server""#
-            return response
+        let basic = "Basic " + Data("\(SenbeiRoutes.username):\(SenbeiRoutes.password)".utf8).base64EncodedString()
+        let authorization = request.headers[.authorization] ?? ""
+        if authorization == basic { return try await next(request, context) }
+        if authorization.hasPrefix("Bearer ") {
+            guard tokens.isValid(accessToken: String(authorization.dropFirst("Bearer ".count))) else {
+                var response = try SenbeiRoutes.invalidStatus(.unauthorized, ["base": ["the access token is invalid or expired"]])
+                response.headers[.wwwAuthenticate] = #"Bearer realm="depot-server", error="invalid_token""#
+                return response
+            }
+            return try await next(request, context)
         }
-        return try await next(request, context)
+        var response = try SenbeiRoutes.invalidStatus(.unauthorized, ["base": ["bad username or password"]])
+        response.headers[.wwwAuthenticate] = #"Basic realm="depot-server""#
+        return response
     }
 }

@@ -5,6 +5,7 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// A ``Depot/Transport`` on AsyncHTTPClient: SwiftNIO underneath, streaming
@@ -18,7 +19,14 @@ import Synchronization
 /// ```
 ///
 /// The controller follows redirects itself, so the client must not: a transport
-/// made with ``init(configuration:)`` turns the client's own redirects off.
+/// made with ``init(configuration:tlsConfiguration:)`` turns the client's own
+/// redirects off.
+///
+/// TLS is set up by SwiftNIO SSL's `TLSConfiguration`, as for `HTTPClient`: pass
+/// one to trust a private certificate authority, present a client certificate
+/// or change how certificates are verified. A certificate the client does not
+/// trust fails the request with ``Depot/DepotError/Code/transport`` and a detail
+/// that says so ("TLS: the server's certificate is not trusted").
 public final class AsyncHTTPClientTransport: Transport {
     /// The client requests go through.
     public let client: HTTPClient
@@ -27,17 +35,43 @@ public final class AsyncHTTPClientTransport: Transport {
 
     /// Makes a transport with its own client.
     ///
-    /// - Parameter configuration: The client's configuration. Its redirect
-    ///   configuration is replaced with `.disallow`.
-    public init(configuration: HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration) {
+    /// For example, to trust your own certificate authority as well as the
+    /// system's:
+    ///
+    /// ```swift
+    /// var tls = TLSConfiguration.makeClientConfiguration()
+    /// tls.additionalTrustRoots = [.file("/etc/myapp/ca.pem")]
+    /// let transport = AsyncHTTPClientTransport(tlsConfiguration: tls)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - configuration: The client's configuration. Its redirect
+    ///     configuration is replaced with `.disallow`.
+    ///   - tlsConfiguration: How connections to `https` URLs are secured: trust
+    ///     roots, certificate verification, client certificate, TLS versions.
+    ///     It replaces the configuration's own. With `nil`, the configuration's
+    ///     own applies; by default that trusts the system's roots and verifies
+    ///     the certificate and the host name.
+    public init(
+        configuration: HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration,
+        tlsConfiguration: TLSConfiguration? = nil
+    ) {
         var configuration = configuration
         configuration.redirectConfiguration = .disallow
+        // The controller makes each transfer's span and injects its `traceparent`;
+        // the client's own span would add a second `traceparent` header.
+        configuration.tracing.tracer = nil
+        if let tlsConfiguration {
+            configuration.tlsConfiguration = tlsConfiguration
+        }
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         self.ownsClient = true
     }
 
     /// Uses a client you own and shut down yourself. Make it with
-    /// `redirectConfiguration: .disallow`, or Depot's redirect rules cannot apply.
+    /// `redirectConfiguration: .disallow`, or Depot's redirect rules cannot apply,
+    /// and with `tracing.tracer = nil`: the controller traces each transfer and
+    /// injects its `traceparent`, and the client's own would add a second one.
     public init(client: HTTPClient) {
         self.client = client
         self.ownsClient = false
@@ -101,6 +135,7 @@ public final class AsyncHTTPClientTransport: Transport {
     static func map(_ error: any Error) -> DepotError {
         if let error = error as? DepotError { return error }
         if error is CancellationError { return DepotError(.cancelled) }
+        if let failure = tlsFailure(error) { return failure }
         if let error = error as? HTTPClientError {
             switch error {
             case .cancelled, .requestStreamCancelled:

@@ -34,7 +34,7 @@ public final class NerdfeedApp {
     public let feedURL: URL
     /// Whether the app stays off the network and shows only the cache.
     public let isOffline: Bool
-    /// The feed's items, newest first.
+    /// The feed's newest items, newest first: at most the `itemLimit` given to ``init(controller:feedURL:songsLimit:itemLimit:autoRefresh:offline:waitsForNetwork:)``.
     public let items: ResultsController<FeedItem>
     /// The top songs, by rank.
     public let songs: ResultsController<Song>
@@ -52,13 +52,16 @@ public final class NerdfeedApp {
     ///     opened with ``NerdfeedSchema/migrator``.
     ///   - feedURL: The forum feed (RSS or Atom).
     ///   - songsLimit: How many top songs to show.
+    ///   - itemLimit: How many of the feed's newest items ``items`` holds
+    ///     (``defaultItemLimit``): a screen never needs a million rows, and a
+    ///     feed may bring that many.
     ///   - autoRefresh: Refresh the feed this often (and the chart when it is
     ///     older than ``FetchTopSongs/maxAge``), and on reconnect; `nil` for manual refresh only.
     ///   - offline: Never go to the network: show the cache.
     ///   - waitsForNetwork: Whether a refresh waits out an offline spell (an app
     ///     that stays open) or fails at once with `.offline` (a one-shot run).
     /// - Throws: `.storage` if no store is configured or the first fetch from it fails.
-    public init(controller: NetworkController, feedURL: URL, songsLimit: Int = FetchTopSongs.defaultLimit, autoRefresh: Duration? = nil, offline: Bool = false, waitsForNetwork: Bool = true) throws(DepotError) {
+    public init(controller: NetworkController, feedURL: URL, songsLimit: Int = FetchTopSongs.defaultLimit, itemLimit: Int = NerdfeedApp.defaultItemLimit, autoRefresh: Duration? = nil, offline: Bool = false, waitsForNetwork: Bool = true) throws(DepotError) {
         guard let store = controller.store else {
             throw DepotError(.storage, detail: "NerdfeedApp needs a store: set NetworkController.Configuration.store")
         }
@@ -67,7 +70,7 @@ public final class NerdfeedApp {
         self.feedURL = feedURL
         self.isOffline = offline
         items = try controller.results(
-            for: FeedItem.newestFirst(feed: feedURL),
+            for: FeedItem.newestFirst(feed: feedURL).limit(max(0, itemLimit)),
             refreshing: FetchForumFeed(url: feedURL, offlineBehavior: waitsForNetwork ? .waitForConnectivity : .failFast),
             policy: offline ? .cacheOnly : .cacheThenNetwork)
         songs = try controller.results(
@@ -84,6 +87,9 @@ public final class NerdfeedApp {
             songsStatus.autoRefresh(every: max(autoRefresh, FetchTopSongs.maxAge))
         }
     }
+
+    /// How many of the newest items ``items`` holds unless told otherwise.
+    public nonisolated static let defaultItemLimit = 1_000
 
     /// Refreshes the feed and the chart together and returns when both are done.
     /// A press while a refresh runs joins it instead of starting another.

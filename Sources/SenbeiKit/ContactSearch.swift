@@ -68,15 +68,11 @@ public final class ContactSearch {
         }
         isSearching = true
         // The completion always runs later on the main actor, so `currentTicket`
-        // is assigned before any answer can be compared with it.
-        let session = app.signIns
+        // is assigned before any answer can be compared with it. (A search sent
+        // with a token that expired or was replaced meanwhile is sent again by
+        // the controller's authenticator: its answer is final.)
         let ticket = app.controller.enqueue(SearchContacts(query: text, limit: limit)) { [weak self] ticket, result in
             guard let self, ticket == self.currentTicket else { return }  // superseded: never shown
-            if case .failure(let error) = result, self.app.isStaleRefusal(error, since: session) {
-                // Refused for the credentials of a session replaced since: search again under the new one.
-                self.update(query: self.query)
-                return
-            }
             self.finish(result)
         }
         currentTicket = ticket
@@ -94,7 +90,7 @@ public final class ContactSearch {
                     ticket.cancel()
                     self.currentTicket = nil
                     self.isSearching = false
-                    self.lastError = DepotError.wrap(error, operation: "Login", fallback: .processing)
+                    self.lastError = DepotError.wrap(error, operation: SenbeiApp.loginName, fallback: .processing)
                     self.wakeWaiters()
                 }
             }

@@ -5,22 +5,24 @@ import GRDB
 
 extension OperationCategory {
     /// Senbei's data work. ``SenbeiApp`` holds it while nobody is signed in and
-    /// cancels what is queued in it when a sign-in fails.
+    /// cancels what is queued in it when a sign-in is refused or the session ends.
     public static let senbei: OperationCategory = "senbei"
     /// The sign-in itself, which must run while ``senbei`` is held.
     public static let senbeiLogin: OperationCategory = "senbei.login"
 }
 
-/// Signs in: `GET /profile` with the credentials the controller's adapter
-/// attaches (HTTP Basic). A 401 fails it with ``Depot/DepotError/Code/unauthorized``.
+/// Who is signed in: `GET /profile`, with the bearer token the controller's
+/// ``Depot/TokenAuthenticator`` adds. ``SenbeiApp/login()`` runs it right
+/// after the password grant, to greet the user by name.
 ///
 /// For example:
 ///
 /// ```swift
-/// let profile = try await controller.perform(Login())
+/// await authenticator.signIn(try await controller.perform(tokens.passwordGrant(username: "admin", password: "secret")))
+/// let profile = try await controller.perform(FetchProfile())
 /// print("signed in as \(profile.name)")
 /// ```
-public struct Login: NetworkOperation {
+public struct FetchProfile: NetworkOperation {
     /// Makes the operation.
     public init() {}
 
@@ -30,10 +32,10 @@ public struct Login: NetworkOperation {
     public var category: OperationCategory { .senbeiLogin }
     /// High: everything else waits for it.
     public var priority: Priority { .high }
-    /// Never shared: two sign-ins may carry different credentials to the same URL.
+    /// Never shared: each sign-in asks who it signed in.
     public var coalescing: Coalescing { .never }
-    /// Fails at once without a network: a sign-in that waits for one would hold
-    /// every data request behind it with no word to the user.
+    /// Fails at once without a network (or without a token): a sign-in that
+    /// waits would hold every data request behind it with no word to the user.
     public var offlineBehavior: OfflineBehavior { .failFast }
 
     /// Checks the status; a refusal carries the server's reasons.

@@ -38,10 +38,10 @@ extension SenbeiApp {
     /// Ends the session: the controller's shutdown, then the outbox's loops.
     ///
     /// Changes being sent get the grace period. Changes that cannot be sent
-    /// now (nobody is signed in, or there is no network) are not waited for:
-    /// they stay queued, for the next launch.
+    /// now (nobody is signed in, the session ended, or there is no network)
+    /// are not waited for: they stay queued, for the next launch.
     public func shutdown(grace: Duration) async -> ShutdownReport {
-        if profile == nil || controller.connectionEstimate.quality == .offline {
+        if profile == nil || authenticator.isSignedOut || controller.connectionEstimate.quality == .offline {
             controller.cancel(category: .senbei)
         }
         let report = await controller.shutdown(grace: grace)

@@ -66,21 +66,28 @@ public struct CachedRows<Row: Sendable & Hashable>: Sendable, Hashable {
 /// any byte leaves, and sent when it can be, on this launch or a later one
 /// (see ``SenbeiMutation`` and ``createTask(name:due:)``).
 ///
+/// Signing in is OAuth 2: the user name and password go once to the server's
+/// token endpoint (``tokenEndpoint(for:)``), and the token it answers goes to
+/// the controller's ``Depot/TokenAuthenticator``, which adds it to every
+/// request and renews it, once for everyone, before it expires or when it is
+/// refused. The token lives in memory only, never in the cache.
+///
 /// Data work (category ``Depot/OperationCategory/senbei``), changes included,
-/// is held until a sign-in succeeds. A refused sign-in (401), or a 401 on any
-/// later request, posts `senbeiDidFailLogin` and cancels everything queued in
-/// the category (queued changes stay in the outbox for the next sign-in).
+/// is held while nobody is signed in. A refused sign-in, or the end of the
+/// session (the server refused to renew the token), posts `senbeiDidFailLogin`
+/// and cancels everything queued in the category (queued changes stay in the
+/// outbox for the next sign-in); the next call that needs the server signs in
+/// again with ``credentials``.
 ///
 /// For example:
 ///
 /// ```swift
 /// let credentials = SenbeiCredentials(username: "admin", password: "secret")
-/// var configuration = NetworkController.Configuration(baseURL: server, transport: AsyncHTTPClientTransport(),
-///                                                     adapters: [credentials.adapter(for: server)])
-/// configuration.store = try Store(path: cacheFile.path, migrator: SenbeiSchema.migrator)
+/// let store = try Store(path: cacheFile.path, migrator: SenbeiSchema.migrator)
+/// let configuration = SenbeiApp.configuration(server: server, transport: AsyncHTTPClientTransport(), store: store)
 /// let app = try SenbeiApp(controller: NetworkController(configuration: configuration), credentials: credentials)
 /// try await app.start()                                   // send what earlier launches queued
-/// let page = try await app.loadPage(.contacts, page: 2)   // from the cache when younger than 5 minutes
+/// let page = try await app.loadPage(.contacts, page: 2)   // signs in first; from the cache when younger than 5 minutes
 /// _ = await app.shutdown(grace: .seconds(5))
 /// ```
 @MainActor
@@ -95,7 +102,12 @@ public final class SenbeiApp {
     public let outbox: Outbox
     /// Where Senbei's notifications are posted.
     public let notificationCenter: NotificationCenter
-    /// Who is signed in, once a sign-in succeeded; `nil` again after a 401.
+    /// The controller's authenticator: it holds the session's token.
+    public let authenticator: TokenAuthenticator
+    /// Where the password grant goes.
+    public let tokenEndpoint: OAuth2TokenEndpoint
+    /// Who is signed in, once a sign-in succeeded; `nil` again after a refused
+    /// sign-in or the end of the session.
     public private(set) var profile: Profile?
     /// The user name the next sign-in sends.
     public var username: String { credentials.username }
@@ -104,13 +116,14 @@ public final class SenbeiApp {
     public static let listMaxAge: Duration = .seconds(300)
     /// Lists show the cache while it is younger than ``listMaxAge``.
     public static let listPolicy = CachePolicy.cacheFirst(maxAge: listMaxAge)
+    /// The `client_id` Senbei sends to the token endpoint.
+    public nonisolated static let clientID = "senbei"
+    /// The name errors and notifications give the sign-in.
+    nonisolated static let loginName = "Login"
 
     @ObservationIgnored let credentials: SenbeiCredentials
     /// The sign-in that runs, and the generation of the credentials it sends.
     @ObservationIgnored private var signingIn: (task: Task<Profile, any Error>, credentials: Int)?
-    /// How many sign-ins have succeeded: tells a refusal of an older session's
-    /// credentials from a refusal of the current ones.
-    @ObservationIgnored private(set) var signIns = 0
     /// Whether a refused sign-in cancelled the changes being sent: the next
     /// sign-in starts the outbox's lanes again.
     @ObservationIgnored var changesStopped = false
@@ -120,38 +133,58 @@ public final class SenbeiApp {
     /// launches queued, and end with ``shutdown(grace:)``.
     ///
     /// - Parameters:
-    ///   - controller: The controller; its configuration needs a `store` opened
-    ///     with ``SenbeiSchema/migrator`` and the adapter of `credentials`.
-    ///   - credentials: The credentials the controller's adapter sends.
+    ///   - controller: The controller, made from ``configuration(server:transport:store:notificationCenter:)``
+    ///     or one like it: a base URL, a `store` opened with ``SenbeiSchema/migrator``
+    ///     and a ``Depot/TokenAuthenticator`` for the server.
+    ///   - credentials: The user name and password sign-ins send.
     ///   - notificationCenter: Where to post; default: the controller's, else `.default`.
-    /// - Throws: `.storage` if no store is configured.
+    /// - Throws: `.storage` if no store is configured, `.invalidRequest` if
+    ///   there is no base URL or no authenticator.
     public init(controller: NetworkController, credentials: SenbeiCredentials, notificationCenter: NotificationCenter? = nil) throws(DepotError) {
         guard let store = controller.store else {
             throw DepotError(.storage, detail: "SenbeiApp needs a store: set NetworkController.Configuration.store")
+        }
+        guard let server = controller.configuration.baseURL, let authenticator = controller.configuration.authenticator else {
+            throw DepotError(.invalidRequest, detail: "SenbeiApp needs the server's base URL and a TokenAuthenticator: use SenbeiApp.configuration(server:transport:store:)")
         }
         self.controller = controller
         self.store = store
         self.outbox = Outbox(store: store, controller: controller, types: Self.mutationTypes)
         self.credentials = credentials
+        self.authenticator = authenticator
+        self.tokenEndpoint = Self.tokenEndpoint(for: server)
         self.notificationCenter = notificationCenter ?? controller.configuration.notificationCenter ?? .default
         controller.pause(category: .senbei)
+        watchSignOuts()
     }
 
-    /// A controller configuration for a Senbei server: its base URL, the
-    /// credentials' adapter and the store.
-    public static func configuration(server: URL, transport: any Transport, credentials: SenbeiCredentials, store: Store, notificationCenter: NotificationCenter? = .default) -> NetworkController.Configuration {
-        var configuration = NetworkController.Configuration(baseURL: server, transport: transport, adapters: [credentials.adapter(for: server)], notificationCenter: notificationCenter)
+    /// A controller configuration for a Senbei server: its base URL, a token
+    /// authenticator for it (OAuth 2 at ``tokenEndpoint(for:)``, the token kept
+    /// in memory only) and the store.
+    public static func configuration(server: URL, transport: any Transport, store: Store, notificationCenter: NotificationCenter? = .default) -> NetworkController.Configuration {
+        var configuration = NetworkController.Configuration(baseURL: server, transport: transport, notificationCenter: notificationCenter)
+        configuration.authenticator = TokenAuthenticator(for: server, refresher: .oauth2(tokenEndpoint(for: server)), storage: InMemoryCredentialStorage())
         configuration.store = store
         return configuration
+    }
+
+    /// The server's OAuth 2 token endpoint: `<server>/oauth/token`, client ``clientID``.
+    public nonisolated static func tokenEndpoint(for server: URL) -> OAuth2TokenEndpoint {
+        OAuth2TokenEndpoint(url: server.appending(path: "oauth/token"), clientID: clientID)
     }
 
     // MARK: - Sign-in
 
     /// Signs in with the current credentials (a call while a sign-in with the
     /// same credentials runs joins it; one with older credentials is let finish
-    /// first), then lets held data work go. Posts `senbeiDidLogin`, or on a 401
-    /// `senbeiDidFailLogin` (and cancels queued data work), or `senbeiDidFailWithError`.
-    /// A refusal of credentials replaced in the meantime posts nothing.
+    /// first): the password grant, the token to the authenticator, then
+    /// `GET /profile`; then lets held data work go. Posts `senbeiDidLogin`, or
+    /// `senbeiDidFailLogin` when the server refuses the user name or password
+    /// (and cancels queued data work), or `senbeiDidFailWithError`. A refusal
+    /// of credentials replaced in the meantime posts nothing.
+    ///
+    /// - Throws: `.unauthorized` (operation `Login`) for a refused user name or
+    ///   password (see ``isRefusedSignIn(_:)``), or why the server could not be asked.
     @discardableResult
     public func login() async throws(DepotError) -> Profile {
         let generation = credentials.generation
@@ -170,7 +203,7 @@ public final class SenbeiApp {
         do {
             return try await task.value
         } catch {
-            throw DepotError.wrap(error, operation: "Login", fallback: .processing)
+            throw DepotError.wrap(error, operation: Self.loginName, fallback: .processing)
         }
     }
 
@@ -181,12 +214,22 @@ public final class SenbeiApp {
         return try await login()
     }
 
+    /// Whether `error` is the server refusing the user name or password (as
+    /// opposed to a session that ended: sign in again with the same ones).
+    public nonisolated static func isRefusedSignIn(_ error: DepotError) -> Bool {
+        error.code == .unauthorized && error.operation == loginName
+    }
+
+    /// One sign-in for credentials of `generation` (it sends the newest ones,
+    /// as a request would; a refusal is news only while they are current).
     private func runLogin(credentials generation: Int) async throws(DepotError) -> Profile {
+        let (username, password) = credentials.snapshot
         defer { if signingIn?.credentials == generation { signingIn = nil } }
         do {
-            let profile = try await controller.perform(Login())
+            let credential = try await passwordGrant(username: username, password: password)
+            await authenticator.signIn(credential)
+            let profile = try await controller.perform(FetchProfile())
             self.profile = profile
-            signIns += 1
             controller.resume(category: .senbei)
             post(.senbeiDidLogin, payload: profile)
             await resumeChanges()
@@ -195,51 +238,81 @@ public final class SenbeiApp {
             let superseded = credentials.generation != generation
             if superseded {
                 // The credentials were replaced while this ran: its answer is no news.
-            } else if error.code == .unauthorized {
-                signInRefused(error)
+            } else if Self.isRefusedSignIn(error) {
+                await signInRefused(error)
             } else if error.code != .cancelled {
-                post(.senbeiDidFailWithError, error: error, operation: "Login")
+                post(.senbeiDidFailWithError, error: error, operation: Self.loginName)
             }
             // Unless the sign-in was refused, or a newer one runs and will decide,
             // whoever was signed in still is: the data work held for this sign-in
             // goes on under that session instead of waiting for good.
-            let refused = !superseded && error.code == .unauthorized
+            let refused = !superseded && Self.isRefusedSignIn(error)
             let newerSignIn = signingIn.map { $0.credentials != generation } ?? false
             if !refused, !newerSignIn, profile != nil { controller.resume(category: .senbei) }
             throw error
         }
     }
 
-    /// Bad credentials: nobody is signed in, and queued data work is cancelled
-    /// (it would be refused too). Data work stays held until the next sign-in.
-    func signInRefused(_ error: DepotError) {
+    /// The token for `username` and `password`, from the token endpoint.
+    /// - Throws: A refused sign-in (see ``isRefusedSignIn(_:)``) for RFC 6749's
+    ///   `invalid_grant` (400) or `invalid_client` (401), else why it failed.
+    private func passwordGrant(username: String, password: String) async throws(DepotError) -> TokenCredential {
+        do {
+            return try await controller.perform(tokenEndpoint.passwordGrant(username: username, password: password))
+        } catch {
+            guard error.status == 400 || error.status == 401 else { throw error }
+            throw DepotError(.unauthorized, operation: Self.loginName, status: error.status, detail: "the server refused the user name or password", underlying: error)
+        }
+    }
+
+    /// Bad credentials: nobody is signed in (a session from earlier credentials
+    /// ends too), and queued data work is cancelled. Data work stays held until
+    /// the next sign-in.
+    func signInRefused(_ error: DepotError) async {
         profile = nil
+        if await authenticator.currentCredential() != nil { await authenticator.signOut() }
+        hold(error)
+    }
+
+    /// The session ended under a signed-in user (the server refused to renew
+    /// the token, or refused it): said once, with the same consequences as a
+    /// refused sign-in. The next call that needs the server signs in again.
+    func sessionEnded(_ error: DepotError) {
+        guard profile != nil else { return }
+        profile = nil
+        hold(error)
+    }
+
+    /// Holds and cancels data work, and says the sign-in failed.
+    private func hold(_ error: DepotError) {
         controller.pause(category: .senbei)
         controller.cancel(category: .senbei)
         changesStopped = true
         post(.senbeiDidFailLogin, error: error)
     }
 
+    /// Ends the session when the authenticator signs out by itself (a refused
+    /// refresh). A sign-out that a newer sign-in already replaced is no news.
+    /// The watch ends with the controller's events, at its shutdown.
+    private func watchSignOuts() {
+        let events = controller.events
+        Task { [weak self] in
+            for await event in events where event.kind == .signedOut {
+                guard let self else { return }
+                guard authenticator.isSignedOut else { continue }
+                sessionEnded(DepotError(.unauthorized, detail: "signed out: \(event.reason ?? "the session ended")"))
+            }
+        }
+    }
+
     // MARK: - Running operations
 
     /// Signs in if nobody is, then runs `operation`; reports failures.
     ///
-    /// A 401 for a request that went out before a newer sign-in succeeded was
-    /// meant for the old credentials: the operation is sent once more under the
-    /// new session instead of signing it out. (A 401 means the server did
-    /// nothing, so a write may be sent again.) A refusal of that second try is
-    /// a real one.
+    /// An expired or refused token is the authenticator's business: it renews
+    /// it and sends the request again (once), so a failure here is final.
     func run<Operation: NetworkOperation>(_ operation: Operation) async throws(DepotError) -> Operation.Output {
         if profile == nil { try await login() }
-        let session = signIns
-        do {
-            return try await controller.perform(operation)
-        } catch {
-            guard isStaleRefusal(error, since: session) else {
-                report(error, operation: operation.name)
-                throw error
-            }
-        }
         do {
             return try await controller.perform(operation)
         } catch {
@@ -248,16 +321,12 @@ public final class SenbeiApp {
         }
     }
 
-    /// Whether `error` is a 401 for credentials of a session older than the one
-    /// signed in now (`session` is ``signIns`` when the request was made).
-    func isStaleRefusal(_ error: DepotError, since session: Int) -> Bool {
-        error.code == .unauthorized && signIns != session && profile != nil
-    }
-
-    /// Posts what a failure means: a refused sign-in for a 401, an error otherwise, nothing for a cancellation.
+    /// Posts what a failure means: the end of the session for a 401 (the
+    /// authenticator could not get a token the server takes), an error
+    /// otherwise, nothing for a cancellation.
     func report(_ error: DepotError, operation: String) {
         if error.code == .unauthorized {
-            signInRefused(error)
+            sessionEnded(error)
         } else if error.code != .cancelled {
             post(.senbeiDidFailWithError, error: error, operation: operation)
         }

@@ -67,7 +67,8 @@ extension Notification.Name {
     public static let senbeiDidDeleteComment = Notification.Name("SenbeiDidDeleteComment")
     /// The sign-in succeeded.
     public static let senbeiDidLogin = Notification.Name("SenbeiDidLogin")
-    /// The server refused the credentials (401); queued Senbei work was cancelled.
+    /// The server refused the user name or password, or ended the session (it
+    /// refused to renew the token); queued Senbei work was cancelled.
     public static let senbeiDidFailLogin = Notification.Name("SenbeiDidFailLogin")
     /// An operation failed for another reason than bad credentials or cancellation.
     public static let senbeiDidFailWithError = Notification.Name("SenbeiDidFailWithError")

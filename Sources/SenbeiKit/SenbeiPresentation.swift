@@ -143,8 +143,8 @@ public enum SenbeiPresentation {
     }
 
     /// One sentence for a failure, for people: the server's own words for a
-    /// refused change, "bad username or password" for a 401, and Depot's
-    /// description for anything else.
+    /// refused change, "bad username or password" for a refused sign-in, "signed
+    /// out" for a session the server ended, and Depot's description for anything else.
     ///
     /// - Parameters:
     ///   - error: The failure.
@@ -152,8 +152,10 @@ public enum SenbeiPresentation {
     public static func message(for error: DepotError, server: URL? = nil) -> String {
         let place = server.map { " at \($0.absoluteString)" } ?? ""
         switch error.code {
-        case .unauthorized:
+        case .unauthorized where SenbeiApp.isRefusedSignIn(error):
             return "Login failed: bad username or password."
+        case .unauthorized:
+            return "Signed out: the server ended the session; sign in again."
         case .offline, .connectionLost:
             return "Cannot reach the Senbei server\(place)."
         case .timedOut:

@@ -34,6 +34,9 @@ struct DepotServerCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "The fraction of requests (0...1) answered with 503.")
     var failRate: Double?
 
+    @Option(parsing: .unconditional, help: "Seconds an access token from POST /oauth/token lasts (fractions allowed).")
+    var tokenLifetime: Double = 3600
+
     mutating func validate() throws {
         if let failRate, !(0...1).contains(failRate) {
             throw ValidationError("--fail-rate must be between 0 and 1")
@@ -43,6 +46,7 @@ struct DepotServerCommand: AsyncParsableCommand {
         guard (0...20_000).contains(initialPosts) else { throw ValidationError("--initial-posts must be between 0 and 20000") }
         if let latency, !(0...600_000).contains(latency) { throw ValidationError("--latency must be between 0 and 600000 milliseconds") }
         if let bandwidth, !(1...10_000_000).contains(bandwidth) { throw ValidationError("--bandwidth must be between 1 and 10000000 kbit/s") }
+        guard tokenLifetime.isFinite, (0.1...31_536_000).contains(tokenLifetime) else { throw ValidationError("--token-lifetime must be between 0.1 and 31536000 seconds") }
     }
 
     mutating func run() async throws {
@@ -53,12 +57,13 @@ struct DepotServerCommand: AsyncParsableCommand {
             initialPosts: max(0, initialPosts),
             postInterval: .seconds(max(1, postInterval)),
             epoch: Date(),
-            conditions: NetworkConditions(latencyMs: latency, bandwidthKbps: bandwidth, failRate: failRate)
+            conditions: NetworkConditions(latencyMs: latency, bandwidthKbps: bandwidth, failRate: failRate),
+            tokenLifetime: .milliseconds(Int64((tokenLifetime * 1000).rounded()))
         ))
         // Written at once, not buffered: a script that reads the port from a pipe needs it now.
         let banner = """
             depot-server listening on \(server.baseURL.absoluteString)
-            routes: /forum/rss  /forum/atom  /topsongs/limit=10/json  /faults/...  /_stats  POST /_control
+            routes: /forum/rss  /forum/atom  /topsongs/limit=10/json  /faults/...  /_stats  POST /_control  POST /oauth/token
             (every GET route also answers HEAD: the same status and headers, no body)
 
             """

@@ -91,6 +91,8 @@ struct NerdfeedCommand: AsyncParsableCommand {
         let app = try NerdfeedApp(
             controller: controller,
             feedURL: feedURL,
+            // A one-shot run prints `limit` items: it needs no more rows than that.
+            itemLimit: once || json ? limit : NerdfeedApp.defaultItemLimit,
             autoRefresh: once || json ? nil : .seconds(refreshInterval),
             offline: offline,
             // A one-shot run prints what it has and says why, instead of waiting for a network.

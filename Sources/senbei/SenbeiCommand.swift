@@ -18,7 +18,9 @@ struct SenbeiCommand: AsyncParsableCommand {
         abstract: "A small CRM client built on Depot: accounts, contacts, leads, opportunities, campaigns, tasks and comments.",
         discussion: """
             With no --server, it starts the embedded depot-server on 127.0.0.1 (user admin, password secret); \
-            the embedded server forgets changes when senbei exits. Lists come from the cache while it is \
+            the embedded server forgets changes when senbei exits. It signs in at the server's /oauth/token \
+            with the user name and password, and sends the bearer token it gets (kept in memory only, \
+            renewed before it expires). Lists come from the cache while it is \
             younger than five minutes. Changes (new-task, done, comment, uncomment, new-contact) are stored \
             in the cache's outbox first: offline they show in the lists, marked, and go out on a later run \
             (senbei outbox lists them). With no subcommand, it opens the interactive contact search.
@@ -92,7 +94,7 @@ struct Session {
         }
 
         let credentials = SenbeiCredentials(username: options.user, password: options.password)
-        var configuration = SenbeiApp.configuration(server: serverURL, transport: ExampleSupport.liveTransport(), credentials: credentials, store: store, notificationCenter: nil)
+        var configuration = SenbeiApp.configuration(server: serverURL, transport: ExampleSupport.liveTransport(), store: store, notificationCenter: nil)
         configuration.longestTransfer = ExampleSupport.oneShotTransferLimit
         let controller = NetworkController(configuration: configuration)
         var failure: (any Error)?
@@ -128,22 +130,32 @@ struct Session {
         }
     }
 
-    /// Runs `work`; when the server refuses the credentials, asks for new ones
-    /// on a terminal (three tries) and runs it again. Without a terminal, the
-    /// refusal ends the run.
+    /// Runs `work`; when the server refuses the user name or password, asks
+    /// for new ones on a terminal (three tries) and runs it again. Without a
+    /// terminal, the refusal ends the run. A session the server ended (it
+    /// refused to renew the token) is signed in again once with the same
+    /// credentials, without asking.
     func withLogin<T>(_ work: @MainActor () async throws -> T) async throws -> T {
         var tries = 0
+        var signedInAgain = false
         while true {
+            let refusal: DepotError
             do {
                 return try await work()
-            } catch {
-                guard Self.isRefusal(error) else { throw error }
+            } catch let error as DepotError where error.code == .unauthorized {
+                refusal = error
+            }
+            if !SenbeiApp.isRefusedSignIn(refusal), !signedInAgain {
+                // `work` signs in first when nobody is signed in.
+                signedInAgain = true
+                continue
             }
             tries += 1
             guard Prompt.isAvailable, tries < 3 else {
+                guard SenbeiApp.isRefusedSignIn(refusal) else { throw refusal }
                 throw Failure("Login failed: the server refused user \"\(app.username)\" with that password; try --user and --password.")
             }
-            printError("Login failed: bad username or password.")
+            printError(SenbeiPresentation.message(for: refusal))
             let user = await Prompt.ask("User: ") ?? ""
             let password = await Prompt.ask("Password: ", secret: true) ?? ""
             let outcome: DepotError?
@@ -173,10 +185,6 @@ struct Session {
         guard let rejected = try? await app.rejectedChanges(), !rejected.isEmpty else { return }
         for change in rejected { printError(SenbeiPresentation.rejectionLine(change)) }
         try? await app.dismissRejectedChanges(rejected)
-    }
-
-    private static func isRefusal(_ error: any Error) -> Bool {
-        (error as? DepotError)?.code == .unauthorized
     }
 
     /// Prints `lines` on standard output.

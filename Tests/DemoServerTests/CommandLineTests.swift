@@ -14,6 +14,8 @@ struct CommandLineTests {
             (["--initial-posts", "999999"], "--initial-posts must be between 0 and 20000"),
             (["--post-interval", "0"], "--post-interval must be between 1 and 86400 seconds"),
             (["--fail-rate", "2"], "--fail-rate must be between 0 and 1"),
+            (["--token-lifetime", "0"], "--token-lifetime must be between 0.1 and 31536000 seconds"),
+            (["--token-lifetime", "nan"], "--token-lifetime must be between 0.1 and 31536000 seconds"),
             (["--seed", "-1"], "The value '-1' is invalid for '--seed <seed>'"),
         ])
     }

@@ -60,6 +60,49 @@ import Testing
         #expect(other?["Accept"] == "application/json")
     }
 
+    @Test func redirectErrorsShowNoSecretOfTheirURLs() async throws {
+        let transport = ScriptedTransport { request in
+            switch request.url.path {
+            case "/secure": return redirect(to: "http://example.test/plain?token=location-secret")
+            case "/bad": return redirect(to: "http://[bad?password=bad-secret")
+            default: return redirect(to: "/again?signature=loop-secret")
+            }
+        }
+        let insecure = await DepotError.from {
+            _ = try await pipeline(transport).run(TransportRequest(url: URL(string: "https://example.test/secure?key=own-secret")!), timeout: .default) { _ in }
+        }
+        #expect(insecure?.code == .insecureRedirect)
+        #expect(insecure?.detail == "https://example.test/secure?key=<redacted> → http://example.test/plain?token=<redacted>")
+        let bad = await DepotError.from { _ = try await pipeline(transport).run(TransportRequest(url: URL(string: "http://example.test/bad")!), timeout: .default) { _ in } }
+        #expect(bad?.code == .invalidRequest)
+        #expect(bad?.detail?.contains("password=<redacted>") == true)
+        var redaction = Redaction.default
+        redaction.queryParameters = ["page"]
+        let loop = TransferPipeline(transport: transport, timebase: Timebase(ContinuousClock()), maximumBodySize: 1 << 20, redirectLimit: 2, redaction: redaction)
+        let tooMany = await DepotError.from { _ = try await loop.run(TransportRequest(url: URL(string: "http://example.test/start?page=1")!), timeout: .default) { _ in } }
+        #expect(tooMany?.code == .tooManyRedirects)
+        #expect(tooMany?.detail == "more than 2, last to http://example.test/again?signature=loop-secret")
+        for error in [insecure, bad] {
+            #expect(error.map { !$0.description.contains("secret") } == true, "\(String(describing: error))")
+        }
+    }
+
+    @Test func dropsTheConfiguredSecretHeadersWhenTheOriginChanges() async throws {
+        let seen = Locked<HeaderFields?>(nil)
+        let transport = ScriptedTransport { request in
+            guard request.url.host == "other.test" else { return redirect(to: "http://other.test/") }
+            seen.value = request.headers
+            return ok()
+        }
+        var redaction = Redaction.default
+        redaction.headerNames.insert("X-Tenant-Pass")
+        let pipeline = TransferPipeline(transport: transport, timebase: Timebase(ContinuousClock()), maximumBodySize: 1 << 20, redirectLimit: 10, redaction: redaction)
+        var request = TransportRequest(url: URL(string: "http://api.test/")!)
+        request.headers = ["X-Tenant-Pass": "p", "X-API-Key": "k", "X-Auth-Token": "t", "Proxy-Authorization": "Basic x", "Accept": "text/plain"]
+        _ = try await pipeline.run(request, timeout: .default) { _ in }
+        #expect(seen.value == ["Accept": "text/plain"])
+    }
+
     @Test func aPortChangeIsAnOriginChange() {
         #expect(Origin(URL(string: "http://a.test/")!) == Origin(URL(string: "http://A.test:80/x")!))
         #expect(Origin(URL(string: "http://a.test:8080/")!) != Origin(URL(string: "http://a.test:8081/")!))

@@ -18,6 +18,8 @@ import Testing
         ("Sources/Depot/Depot.docc/OfflineBehavior.md", "Tests/DocumentationTests/Examples/GettingStarted.swift Tests/DocumentationTests/Examples/OfflineBehavior.swift"),
         ("Sources/Depot/Depot.docc/TestingYourOperations.md", "Tests/DocumentationTests/Examples/TestingYourOperations.swift"),
         ("Sources/Depot/Depot.docc/OfflineWrites.md", "Tests/DocumentationTests/Examples/OfflineWrites.swift"),
+        ("Sources/Depot/Depot.docc/Authentication.md", "Tests/DocumentationTests/Examples/Authentication.swift"),
+        ("Sources/Depot/Depot.docc/Observability.md", "Tests/DocumentationTests/Examples/Observability.swift"),
     ]
 
     /// The ```swift blocks of a Markdown text.
@@ -114,6 +116,13 @@ import Testing
         let rows = folder.appending(path: "rows.json")
         try Data(#"[{"id": 1, "name": "Ann"}]"#.utf8).write(to: rows)
         try await TestingYourOperationsExamples.storeFixtures(fixtureURL: rows)
+    }
+
+    @Test func theObservabilityTestExampleCountsAndTraces() async throws {
+        let file = FileManager.default.temporaryDirectory.appending(path: "depot-docs-\(UUID().uuidString).json")
+        try Self.contactsJSON.write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        try await ObservabilityExamples.inTests(fixtureURL: file)
     }
 
     @Test func aCachingOperationsProcessWritesToTheStoreInItsContext() async throws {

@@ -68,7 +68,7 @@ struct CacheTests {
 
             // A new session on the same cache, its server unreachable (connection refused).
             let credentials = SenbeiCredentials(username: "admin", password: "secret")
-            var configuration = SenbeiApp.configuration(server: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), credentials: credentials, store: f.store, notificationCenter: nil)
+            var configuration = SenbeiApp.configuration(server: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), store: f.store, notificationCenter: nil)
             configuration.currentDate = date.provider
             let controller = NetworkController(configuration: configuration)
             let log = NotificationLog()
@@ -104,7 +104,7 @@ struct CacheTests {
 
             // A new session on the same cache, its server unreachable (connection refused).
             let credentials = SenbeiCredentials(username: "admin", password: "secret")
-            var configuration = SenbeiApp.configuration(server: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), credentials: credentials, store: f.store, notificationCenter: nil)
+            var configuration = SenbeiApp.configuration(server: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), store: f.store, notificationCenter: nil)
             configuration.currentDate = date.provider
             let controller = NetworkController(configuration: configuration)
             let app = try SenbeiApp(controller: controller, credentials: credentials, notificationCenter: NotificationCenter())

@@ -140,6 +140,27 @@ struct CommandLineTests {
         }
     }
 
+    /// The end-to-end check as a user runs it, against 2-second tokens:
+    /// ten one-shot runs (each signs in, renews its token before it expires
+    /// and fetches a page) never ask to sign in again and never fail a page.
+    /// The CLI fetches one page per run; `TokenSessionTests` runs ten pages in
+    /// one session, on manual clocks.
+    @Test func twoSecondTokensNeverStopAPage() async throws {
+        let folder = try Executables.temporaryFolder("senbei-cli")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await DemoServer.withRunning(.init(port: 0, seed: 7, tokenLifetime: .seconds(2))) { server in
+            for run in 0..<10 {
+                let list = run.isMultiple(of: 2) ? "contacts" : "leads"
+                let result = try await Self.senbei([list, "--page", "\(run / 2 % 3 + 1)", "--refresh"], server: server, folder: folder)
+                #expect(result.status == 0 && result.error.isEmpty, "\(result.error)")
+                #expect(result.output.split(separator: "\n").first?.hasSuffix("from the server") == true, "\(result.output)")
+            }
+            let grants = server.currentStats.tokenGrants
+            #expect(grants["password"] == 10, "one sign-in per run: \(grants)")
+            #expect((grants["refresh_token"] ?? 0) >= 3, "\(grants)")
+        }
+    }
+
     /// Bad numbers are one clear sentence, exit 64, before any request.
     @Test func badArgumentsAreRefusedInOneSentence() async throws {
         try await Executables.refuses("senbei", [

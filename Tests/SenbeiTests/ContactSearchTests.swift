@@ -115,10 +115,13 @@ struct ContactSearchTests {
         }
     }
 
+    /// A search refused because the session ended (the server would not renew
+    /// the token) shows the error, and the app says the user is signed out.
     @Test func aFailedSearchShowsItsErrorAndIsReported() async throws {
-        try await withSenbei { f in
+        let serverClock = ManualClock()
+        try await withSenbei(serverClock: serverClock) { f in
             try await f.app.login()
-            f.credentials.set(username: "admin", password: "changed")
+            try await f.endSessionOnServer(serverClock)
             let search = ContactSearch(app: f.app)
             search.update(query: "ann")
             await search.settled()
@@ -127,18 +130,21 @@ struct ContactSearchTests {
         }
     }
 
-    /// A refusal of credentials replaced by a newer, accepted sign-in searches again instead of signing out.
-    @Test func aSearchRefusedForOldCredentialsSearchesAgainUnderTheNewSession() async throws {
+    /// A search sent with a token that expires before the server handles it,
+    /// while the user signs in again, is answered under the new session (the
+    /// authenticator sends it again with the new token) instead of signing out.
+    @Test func aSearchSentWithAnOldTokenIsAnsweredUnderTheNewSession() async throws {
         let serverClock = ManualClock()
         try await withSenbei(server: .init(seed: 1), serverClock: serverClock) { f in
             try await f.app.login()
             try await f.control(route: "/contacts", latencyMs: 1000)
-            f.credentials.set(username: "admin", password: "old")
+            serverClock.advance(by: .seconds(3000))
             let search = ContactSearch(app: f.app)
             search.update(query: "ann")
             await serverClock.sleepers(atLeast: 1)
 
             try await f.app.login(username: "admin", password: "secret")
+            serverClock.advance(by: .seconds(601))
             let drainer = ServerClockDrainer.start(serverClock)
             await search.settled()
             await ServerClockDrainer.stop(drainer, on: serverClock)
@@ -148,6 +154,7 @@ struct ContactSearchTests {
             #expect(f.app.profile != nil)
             #expect(!f.log.names.contains(.senbeiDidFailLogin), "\(f.log.names)")
             #expect(f.served("/contacts") == 2)
+            #expect(f.tokenGrants("refresh_token") == 0)
         }
     }
 }

@@ -72,9 +72,25 @@ struct Fixture {
         server.currentStats.requests.filter { $0.key.contains(route) }.values.reduce(0, +)
     }
 
-    /// Sets the link's conditions for one route (`POST /_control`).
-    func control(route: String, latencyMs: Int) async throws {
+    /// Sets the link's conditions for one route, or every route (`POST /_control`).
+    func control(route: String?, latencyMs: Int) async throws {
         try await ServerControl.send(to: server, route: route, latencyMs: latencyMs)
+    }
+
+    /// How many `POST /oauth/token` requests of `grant` (`password`, `refresh_token`) the server saw.
+    func tokenGrants(_ grant: String) -> Int {
+        server.currentStats.tokenGrants[grant] ?? 0
+    }
+
+    /// Ends the session on the server's side, as a sign-out on another device
+    /// would: the app's refresh token is used elsewhere (rotation makes its
+    /// copy worthless), then the access token expires (`serverClock` moves on
+    /// past `lifetime`). The app learns it at its next request.
+    func endSessionOnServer(_ serverClock: ManualClock, lifetime: Duration = .seconds(3600)) async throws {
+        let refreshToken = try #require(await app.authenticator.currentCredential()?.refreshToken)
+        let answer = try await RawTokenGrant.send(to: server, ["grant_type": "refresh_token", "refresh_token": refreshToken, "client_id": "elsewhere"])
+        try #require(answer.status == 200, "\(answer.text)")
+        serverClock.advance(by: lifetime + .seconds(1))
     }
 
     /// Makes the server close every connection without an answer (or answer again).
@@ -94,7 +110,7 @@ struct Fixture {
     /// network would be; shuts it down afterwards.
     func withOfflineApp(_ body: @MainActor (SenbeiApp) async throws -> Void) async throws {
         let credentials = SenbeiCredentials(username: "admin", password: "secret")
-        var configuration = SenbeiApp.configuration(server: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), credentials: credentials, store: store, notificationCenter: nil)
+        var configuration = SenbeiApp.configuration(server: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), store: store, notificationCenter: nil)
         configuration.currentDate = date.provider
         let app = try SenbeiApp(controller: NetworkController(configuration: configuration), credentials: credentials, notificationCenter: NotificationCenter())
         do {
@@ -119,6 +135,8 @@ func withSenbei(
     serverClock: ManualClock? = nil,
     password: String = "secret",
     date: ManualDate = ManualDate(),
+    transport: any Transport = AsyncHTTPClientTransport(),
+    configure: (inout NetworkController.Configuration) -> Void = { _ in },
     _ body: @MainActor (Fixture) async throws -> Void
 ) async throws {
     var configuration = configuration
@@ -126,12 +144,13 @@ func withSenbei(
     var drainer: Task<Void, Never>?
     defer { drainer?.cancel() }
     try await DemoServer.withRunning(configuration) { server in
-        defer { drainer = serverClock.map(ServerClockDrainer.start) }
+        defer { drainer = serverClock.map { ServerClockDrainer.start($0) } }
         try await StoreFixtures.withStore(migrator: SenbeiSchema.migrator, currentDate: date.provider) { store in
             let log = NotificationLog()
             let credentials = SenbeiCredentials(username: "admin", password: password)
-            var controllerConfiguration = SenbeiApp.configuration(server: server.baseURL, transport: AsyncHTTPClientTransport(), credentials: credentials, store: store, notificationCenter: nil)
+            var controllerConfiguration = SenbeiApp.configuration(server: server.baseURL, transport: transport, store: store, notificationCenter: nil)
             controllerConfiguration.currentDate = date.provider
+            configure(&controllerConfiguration)
             let controller = NetworkController(configuration: controllerConfiguration)
             let app = try SenbeiApp(controller: controller, credentials: credentials, notificationCenter: log.center)
             let fixture = Fixture(server: server, store: store, controller: controller, app: app, credentials: credentials, log: log, date: date)
@@ -151,12 +170,15 @@ func withSenbei(
 
 /// Moves a server's `ManualClock` on whenever something sleeps on it.
 enum ServerClockDrainer {
-    static func start(_ clock: ManualClock) -> Task<Void, Never> {
+    /// Moves `clock` by `step` each time: by default a second, past the tests'
+    /// latencies (a longer one takes a few steps) without expiring the
+    /// session's token, which lives an hour of server time.
+    static func start(_ clock: ManualClock, step: Duration = .seconds(1)) -> Task<Void, Never> {
         Task {
             while !Task.isCancelled {
                 await clock.sleepers(atLeast: 1)
                 if Task.isCancelled { return }
-                clock.advance(by: .seconds(3600))
+                clock.advance(by: step)
             }
         }
     }
@@ -187,6 +209,33 @@ struct ServerControl: NetworkOperation {
         let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil))
         _ = try await controller.perform(ServerControl(body: Body(route: route, latencyMs: latencyMs, offline: offline, dropResponses: dropResponses)))
         _ = await controller.shutdown(grace: .zero)
+    }
+}
+
+/// A form-encoded `POST /oauth/token` through a controller of its own, any
+/// answer accepted: what another device of the same user would send.
+struct RawTokenGrant: NetworkOperation {
+    typealias Output = NetworkResponse
+    let url: URL
+    let fields: [String: String]
+    var request: NetworkRequest {
+        let form = fields.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0.value)" }
+        return NetworkRequest(method: .post, target: .url(url), body: .data(Data(form.joined(separator: "&").utf8), contentType: "application/x-www-form-urlencoded"))
+    }
+    var retryPolicy: RetryPolicy? { .never }
+    func validate(_ response: NetworkResponse) throws {}
+
+    static func send(to server: DemoServer, _ fields: [String: String]) async throws -> NetworkResponse {
+        let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil))
+        let url = SenbeiApp.tokenEndpoint(for: server.baseURL).url
+        do {
+            let response = try await controller.perform(RawTokenGrant(url: url, fields: fields))
+            _ = await controller.shutdown(grace: .zero)
+            return response
+        } catch {
+            _ = await controller.shutdown(grace: .zero)
+            throw error
+        }
     }
 }
 

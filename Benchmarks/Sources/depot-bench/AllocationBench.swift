@@ -28,6 +28,25 @@ enum AllocationBench {
             }
             report(notifications ? "controller only (in memory)" : "controller only (in memory), no notifications", count)
         }
+        // What each interceptor costs per request: in memory, no notifications,
+        // against the plain controller above.
+        let base = URL(string: "http://127.0.0.1:1")!
+        let authenticator = TokenAuthenticator(for: base, refresher: TokenRefresher { credential, _ in credential })
+        await authenticator.signIn(TokenCredential(accessToken: "bench-token", refreshToken: "r"))
+        let variants: [(String, (inout NetworkController.Configuration) -> Void)] = [
+            ("+ one pass-through interceptor", { $0.interceptors = [PassThrough()] }),
+            ("+ TokenAuthenticator (adds the bearer token)", { $0.authenticator = authenticator }),
+            ("+ both", { $0.interceptors = [PassThrough()]; $0.authenticator = authenticator }),
+        ]
+        for (label, configure) in variants {
+            var configuration = NetworkController.Configuration(baseURL: base, transport: OverheadBench.InstantTransport(), concurrencyPolicy: .fixed(1), notificationCenter: nil)
+            configure(&configuration)
+            let controller = NetworkController(configuration: configuration)
+            let count = try await count(operations) { index in
+                _ = try await controller.perform(TransportBench.GetItem(id: index))
+            }
+            report("controller only, no notifications, \(label)", count)
+        }
 
         let server = try ServerProcess.start()
         defer { server.stop() }
@@ -62,6 +81,11 @@ enum AllocationBench {
         await transport.shutdown()
     }
 
+    /// An interceptor that passes every attempt on: the cost of asking one.
+    struct PassThrough: ResponseInterceptor {
+        func intercept(_ attempt: InterceptedAttempt, context: InterceptorContext) async -> InterceptorDecision { .proceed }
+    }
+
     /// Runs `body` for a warm-up, then counts the allocations of `operations` sequential runs.
     static func count(_ operations: Int, _ body: (Int) async throws -> Void) async throws -> Double {
         for index in 0..<min(1000, operations) { try await body(index) }
@@ -74,7 +98,7 @@ enum AllocationBench {
 
     static func report(_ label: String, _ count: Double, versus raw: Double? = nil) {
         let added = raw.map { String(format: "  (%+.1f over raw)", count - $0) } ?? ""
-        print(label.padding(toLength: 62, withPad: " ", startingAt: 0) + String(format: "%6.1f", count) + added)
+        print(label.padding(toLength: 86, withPad: " ", startingAt: 0) + String(format: "%6.1f", count) + added)
     }
 
     static var isPreloaded: Bool {

@@ -1,5 +1,7 @@
+import CoreMetrics
 import Foundation
 import Logging
+import Tracing
 
 extension NetworkController {
     /// Everything a controller is made from.
@@ -17,10 +19,21 @@ extension NetworkController {
         public var transport: any Transport
         /// Run in order on every request: default headers, credentials, ...
         public var adapters: [any RequestAdapter]
+        /// Bearer tokens for one origin, refreshed once for everyone when they
+        /// expire or are refused. It adapts requests after ``adapters`` and is
+        /// the first interceptor. Default: none.
+        public var authenticator: TokenAuthenticator?
+        /// Asked in order about every attempt, after the authenticator and
+        /// before the retry policy (see ``ResponseInterceptor``). Default: none.
+        public var interceptors: [any ResponseInterceptor]
         /// The source of time for timeouts, grace periods and event timestamps.
         public var clock: any Clock<Duration>
         /// Where operations are logged. Secrets in headers are never logged.
         public var logger: Logger
+        /// Which headers and query parameters are secrets: their values are
+        /// redacted in logs, error details, events and traces, and the headers
+        /// are dropped on a redirect to another origin. Default: ``Redaction/default``.
+        public var redaction: Redaction
         /// How many transfers may run at once, as the connection quality changes.
         /// Default: ``ConcurrencyPolicy/default`` (offline 0, poor 1, moderate 2,
         /// good 4, excellent 6). A fixed limit is `.fixed(n)`: the one place
@@ -44,6 +57,16 @@ extension NetworkController {
         public var jitterSeed: UInt64?
         /// Records a waterfall trace of every operation when set.
         public var trace: TraceRecorder?
+        /// Where operation counts, durations, bytes, retries and the controller's
+        /// gauges go (see <doc:Observability>); `nil` records none. Default: the
+        /// factory `MetricsSystem.bootstrap` installed when the configuration
+        /// was made, which records nothing if none was.
+        public var metricsFactory: (any MetricsFactory)?
+        /// What makes each transfer's client span and injects its context
+        /// (`traceparent`) into the request; `nil` makes none. Default: the
+        /// tracer `InstrumentationSystem.bootstrap` installed when the
+        /// configuration was made, which traces nothing if none was.
+        public var tracer: (any Tracer)?
 
         /// Bodies larger than this fail with ``DepotError/Code/tooLarge``.
         public var maximumBodySize: Int
@@ -68,8 +91,11 @@ extension NetworkController {
         ///   - baseURL: Relative request paths resolve against this (none).
         ///   - transport: What moves the bytes (``URLSessionTransport``).
         ///   - adapters: Run in order on every request (none).
+        ///   - authenticator: Bearer tokens with refresh for one origin (none).
+        ///   - interceptors: Asked about every attempt, before the retry policy (none).
         ///   - clock: The source of time (`ContinuousClock`).
         ///   - logger: Where operations are logged (label `depot`).
+        ///   - redaction: Which header and query values are secrets (``Redaction/default``).
         ///   - concurrencyPolicy: How many transfers may run at once
         ///     (``ConcurrencyPolicy/default``; `.fixed(n)` for a fixed limit).
         ///   - monitor: How quality is measured (``ConnectionMonitor/Configuration/default``).
@@ -80,6 +106,8 @@ extension NetworkController {
         ///   - currentDate: The wall clock, for `Retry-After` dates (`Date()`).
         ///   - jitterSeed: The seed for retry jitter; `nil` for system randomness.
         ///   - trace: Records a waterfall of every operation when set (none).
+        ///   - metricsFactory: Where metrics go (`MetricsSystem.factory`); `nil` records none.
+        ///   - tracer: What makes each transfer's span (`InstrumentationSystem.tracer`); `nil` makes none.
         ///   - maximumBodySize: Larger bodies fail with `.tooLarge` (50 MB).
         ///   - redirectLimit: Redirects to follow (10).
         ///   - longestTransfer: A cap on every transfer's total time (none).
@@ -90,8 +118,11 @@ extension NetworkController {
             baseURL: URL? = nil,
             transport: any Transport = URLSessionTransport(),
             adapters: [any RequestAdapter] = [],
+            authenticator: TokenAuthenticator? = nil,
+            interceptors: [any ResponseInterceptor] = [],
             clock: any Clock<Duration> = ContinuousClock(),
             logger: Logger = Logger(label: "depot"),
+            redaction: Redaction = .default,
             concurrencyPolicy: ConcurrencyPolicy = .default,
             monitor: ConnectionMonitor.Configuration = .default,
             qualityRules: QualityRules = .default,
@@ -101,6 +132,8 @@ extension NetworkController {
             currentDate: @escaping @Sendable () -> Date = { Date() },
             jitterSeed: UInt64? = nil,
             trace: TraceRecorder? = nil,
+            metricsFactory: (any MetricsFactory)? = MetricsSystem.factory,
+            tracer: (any Tracer)? = InstrumentationSystem.tracer,
             maximumBodySize: Int = Configuration.defaultMaximumBodySize,
             redirectLimit: Int = Configuration.defaultRedirectLimit,
             longestTransfer: Duration? = nil,
@@ -111,8 +144,11 @@ extension NetworkController {
             self.baseURL = baseURL
             self.transport = transport
             self.adapters = adapters
+            self.authenticator = authenticator
+            self.interceptors = interceptors
             self.clock = clock
             self.logger = logger
+            self.redaction = redaction
             self.concurrencyPolicy = concurrencyPolicy
             self.monitor = monitor
             self.qualityRules = qualityRules
@@ -122,6 +158,8 @@ extension NetworkController {
             self.currentDate = currentDate
             self.jitterSeed = jitterSeed
             self.trace = trace
+            self.metricsFactory = metricsFactory
+            self.tracer = tracer
             self.maximumBodySize = maximumBodySize
             self.redirectLimit = redirectLimit
             self.longestTransfer = longestTransfer

@@ -155,6 +155,10 @@ extension NetworkController {
     }
 
     private func jobEnded(_ job: Ticket.ID, _ result: JobResult) {
+        var result = result
+        // Every failure a job reports reaches events, notifications, logs and its
+        // callers from here: its secrets go now, outside the lock.
+        if case .failure(let error) = result.result { result.result = .failure(configuration.redaction.error(error)) }
         let now = timebase.now()
         let outcome: Scheduler.Outcome
         switch result.result {
@@ -163,6 +167,17 @@ extension NetworkController {
         }
         let effects = state.withLock { state in
             state.running.removeValue(forKey: job)?.end()
+            if let generation = result.waitsForCredentials, !state.isShutDown, case .failure(let error) = result.result {
+                // Signed out: back to the queue, held until a sign-in. A sign-in that
+                // came after the job found no credential lets it go at once.
+                var effects: [Effect] = state.scheduler.waiters(of: job).compactMap { waiter in
+                    guard let ticket = state.records[waiter]?.ticket else { return nil }
+                    return emit(ticket, .waitingForCredentials(error), at: now)
+                }
+                let signedInSince = configuration.authenticator.map { $0.generation != generation } ?? true
+                apply(state.scheduler.requeue(job: job, holding: !signedInSince), in: &state, at: now, into: &effects)
+                return effects
+            }
             if result.waitsForNetwork, !state.isShutDown, case .failure(let error) = result.result {
                 // No network: back to the queue (behind its peers), to run when it returns.
                 // The probe that found no network ends with it.
@@ -215,6 +230,7 @@ extension NetworkController {
     /// Hands `event` to `events` subscribers and posts its notification.
     private func publish(_ event: NetworkEvent) {
         hub.emit(event)
+        telemetry.metrics?.observe(event)
         // Progress is too frequent for NotificationCenter; it stays on `events` and `Ticket.progress`.
         if case .progress = event.detail { return }
         configuration.notificationCenter?.post(name: event.notificationName, object: nil, userInfo: event.userInfo)

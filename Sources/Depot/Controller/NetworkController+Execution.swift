@@ -1,62 +1,112 @@
 import Foundation
+import Instrumentation
 import Logging
 import Synchronization
 
 extension NetworkController {
-    /// Runs one job: build the request, adapt it, transfer, validate, process.
+    /// Runs one job: build the request, adapt it, transfer, validate, ask the
+    /// interceptors, process.
     func execute<Operation: NetworkOperation>(
         _ operation: Operation,
         name: String,
         request: NetworkRequest,
         url: URL,
-        environment: JobEnvironment
+        environment: JobEnvironment,
+        traceParent: ServiceContext?
     ) async -> JobResult {
         let logger = configuration.logger
         var attempt = 1
+        var followsRefresh = false
         while true {
-            let outcome = await attemptTransfer(operation, name: name, request: request, url: url, attempt: attempt, environment: environment, logger: logger)
+            let outcome = await attemptTransfer(operation, name: name, request: request, url: url, attempt: attempt, environment: environment, logger: logger, traceParent: traceParent)
+            let intercepted: InterceptedAttempt
+            let sample: TransferSample?
             switch outcome {
-            case .response(let response, let sample):
-                // 4. Process.
-                return await process(operation, name: name, response: response, sample: sample, attempt: attempt, environment: environment, logger: logger)
-            case .failed(var failure, let headers, let sample):
+            case .heldForCredentials(let failure, let generation):
+                // Signed out: wait in the queue for new credentials, or fail at once.
+                guard operation.offlineBehavior == .waitForConnectivity, !Task.isCancelled else {
+                    return JobResult(result: .failure(failure), status: failure.status)
+                }
+                return JobResult(result: .failure(failure), waitsForCredentials: generation)
+            case .response(let response, let transferSample, let sent):
+                // The usual case needs no interceptor: the retry policy passes every response.
+                guard configuration.authenticator != nil || !configuration.interceptors.isEmpty else {
+                    return await process(operation, name: name, response: response, sample: transferSample, attempt: attempt, environment: environment, logger: logger)
+                }
+                intercepted = InterceptedAttempt(request: sent, outcome: .success(response), responseHeaders: response.headers, attempt: attempt, operationName: name)
+                sample = transferSample
+            case .failed(let failure, let headers, let transferSample, let sent):
                 if failure.code == .offline, operation.offlineBehavior == .waitForConnectivity, !Task.isCancelled {
                     return JobResult(result: .failure(failure), waitsForNetwork: true)
                 }
                 guard !Task.isCancelled, failure.code != .cancelled else {
-                    return JobResult(result: .failure(failure), status: failure.status, sample: sample)
+                    return JobResult(result: .failure(failure), status: failure.status, sample: transferSample)
                 }
-                let decision = retryDecision(for: failure, headers: headers, operation: operation, method: request.method, attempt: attempt)
-                guard case .retry(let delay) = decision else {
-                    if case .doNotRetry(let reason) = decision, attempt > 1 || reason == .budgetExhausted {
-                        failure.detail = failure.detail ?? "\(reason) after \(attempt) attempt\(attempt == 1 ? "" : "s")"
-                    }
-                    return JobResult(result: .failure(failure), status: failure.status, sample: sample)
-                }
-                // The wake-up time is fixed now, and the job counts as backing off only
-                // right before it sleeps: a simulator driving a test clock may move time
-                // while the job is settled, and the events sent in between must not
-                // leave a window where it looks asleep but is not.
-                let wakeAt = timebase.now() + delay
-                beginBackoff(job: environment.job, attempt: attempt, delay: delay, error: failure)
-                let slept: Bool
-                do {
-                    markBackingOff()
-                    try await timebase.sleepUntil(wakeAt)
-                    slept = true
-                } catch {
-                    slept = false
-                }
-                attempt += 1
-                endBackoff(job: environment.job, nextAttempt: attempt)
-                guard slept else { return JobResult(result: .failure(DepotError(.cancelled, operation: name)), status: failure.status) }
+                intercepted = InterceptedAttempt(request: sent, outcome: .failure(failure), responseHeaders: headers, attempt: attempt, operationName: name)
+                sample = transferSample
             }
+            var attemptSeen = intercepted
+            attemptSeen.followsRefresh = followsRefresh
+            let decision = await intercept(attemptSeen, operation: operation)
+            let delay: Duration
+            switch decision.base {
+            case .proceed:
+                switch intercepted.outcome {
+                case .success(let response):
+                    return await process(operation, name: name, response: response, sample: sample, attempt: attempt, environment: environment, logger: logger)
+                case .failure(let failure):
+                    return JobResult(result: .failure(failure), status: failure.status, sample: sample)
+                }
+            case .fail(var failure):
+                if failure.operation == nil { failure.operation = name }
+                // A token refresh that found no network: the monitor learns it, and
+                // the operation waits for the network like any offline request.
+                if failure.code == .offline {
+                    noteAttempt(sample: nil, error: failure)
+                    if operation.offlineBehavior == .waitForConnectivity, !Task.isCancelled {
+                        return JobResult(result: .failure(failure), waitsForNetwork: true)
+                    }
+                }
+                return JobResult(result: .failure(failure), status: failure.status ?? intercepted.outcome.status, sample: sample)
+            case .retryAuthenticated:
+                delay = .zero
+                followsRefresh = true
+            case .retry(let wanted):
+                guard case .retry(let granted) = gateRetry(after: wanted) else {
+                    var failure = intercepted.outcome.error ?? DepotError(.processing, operation: name)
+                    failure.detail = failure.detail ?? "\(RetryDecision.Reason.budgetExhausted) after \(attempt) attempt\(attempt == 1 ? "" : "s")"
+                    return JobResult(result: .failure(failure), status: failure.status ?? intercepted.outcome.status, sample: sample)
+                }
+                delay = granted
+                followsRefresh = false
+            }
+            // The wake-up time is fixed now, and the job counts as backing off only
+            // right before it sleeps: a simulator driving a test clock may move time
+            // while the job is settled, and the events sent in between must not
+            // leave a window where it looks asleep but is not.
+            let wakeAt = timebase.now() + delay
+            let cause = intercepted.outcome.error ?? DepotError(.processing, operation: name, status: intercepted.outcome.status, detail: "an interceptor asked for a retry")
+            beginBackoff(job: environment.job, attempt: attempt, delay: delay, error: cause)
+            let slept: Bool
+            do {
+                markBackingOff()
+                try await timebase.sleepUntil(wakeAt)
+                slept = true
+            } catch {
+                slept = false
+            }
+            attempt += 1
+            endBackoff(job: environment.job, nextAttempt: attempt)
+            guard slept else { return JobResult(result: .failure(DepotError(.cancelled, operation: name)), status: intercepted.outcome.status) }
         }
     }
 
     enum AttemptOutcome {
-        case response(NetworkResponse, TransferSample?)
-        case failed(DepotError, headers: HeaderFields, sample: TransferSample?)
+        case response(NetworkResponse, TransferSample?, sent: TransportRequest)
+        case failed(DepotError, headers: HeaderFields, sample: TransferSample?, sent: TransportRequest)
+        /// The authenticator has no credential (signed out): `generation` is its
+        /// credential generation then, so a sign-in that came meanwhile is not missed.
+        case heldForCredentials(DepotError, generation: Int)
     }
 
     /// One attempt: build and adapt the request, transfer, validate.
@@ -67,7 +117,8 @@ extension NetworkController {
         url: URL,
         attempt: Int,
         environment: JobEnvironment,
-        logger: Logger
+        logger: Logger,
+        traceParent: ServiceContext?
     ) async -> AttemptOutcome {
         // A function, not a closure value: a closure would be allocated per job even when nothing logs.
         func logMetadata() -> Logger.Metadata { ["depot.ticket": "\(environment.job)", "depot.operation": "\(name)"] }
@@ -77,25 +128,35 @@ extension NetworkController {
             do {
                 transportRequest.body = try body.encode()
             } catch {
-                return .failed(DepotError.wrap(error, operation: name, fallback: .encoding), headers: [:], sample: nil)
+                return .failed(DepotError.wrap(error, operation: name, fallback: .encoding), headers: [:], sample: nil, sent: transportRequest)
             }
             if let contentType = body.contentType, !transportRequest.headers.contains("Content-Type") {
                 transportRequest.headers["Content-Type"] = contentType
             }
         }
-        let context = OperationContext(ticket: environment.job, attempt: attempt, logger: logger, values: configuration.contextValues, operationName: name)
+        let context = OperationContext(ticket: environment.job, attempt: attempt, now: configuration.currentDate(), logger: logger, values: configuration.contextValues, operationName: name)
         do {
             for adapter in configuration.adapters {
                 try await adapter.adapt(&transportRequest)
             }
+            if let authenticator = configuration.authenticator {
+                try await authenticator.authenticate(&transportRequest, context: interceptorContext())
+            }
             try await operation.prepare(&transportRequest, context: context)
+        } catch let hold as TokenAuthenticator.SignedOut {
+            return .heldForCredentials(DepotError(.unauthorized, operation: name, detail: hold.reason), generation: hold.generation)
         } catch {
-            return .failed(DepotError.wrap(error, operation: name, fallback: .invalidRequest), headers: [:], sample: nil)
+            let failure = DepotError.wrap(error, operation: name, fallback: .invalidRequest)
+            // A token refresh before sending found no network: the monitor learns it.
+            if failure.code == .offline { noteAttempt(sample: nil, error: failure) }
+            return .failed(failure, headers: [:], sample: nil, sent: transportRequest)
         }
-        logger.debug("started", metadata: logMetadata().merging(["http.method": "\(transportRequest.method)", "http.url": "\(transportRequest.url.absoluteString)"]) { $1 })
-        logger.trace("request headers", metadata: logMetadata().merging(["http.headers": "\(transportRequest.headers)"]) { $1 })
+        logger.debug("started", metadata: logMetadata().merging(["http.method": "\(transportRequest.method)", "http.url": "\(configuration.redaction.url(transportRequest.url))"]) { $1 })
+        logger.trace("request headers", metadata: logMetadata().merging(["http.headers": "\(configuration.redaction.headers(transportRequest.headers))"]) { $1 })
 
         // 2. Transfer, counting the link's bytes while this body arrives.
+        let span = startSpan(operation: name, request: &transportRequest, attempt: attempt, parent: traceParent)
+        defer { span?.end() }
         let meter = LinkMeter(controller: linkBytes, now: timebase.now)
         defer { meter.finish() }
         let running = environment.running
@@ -107,17 +168,20 @@ extension NetworkController {
             }
         } catch {
             let failure = DepotError.wrap(error, operation: name, fallback: .transport)
+            span?.failed(configuration.redaction.error(failure))  // exported: no secrets
             noteAttempt(sample: nil, error: failure)
-            return .failed(failure, headers: [:], sample: nil)
+            return .failed(failure, headers: [:], sample: nil, sent: transportRequest)
         }
         let response = transfer.response
+        span?.responded(status: response.status, bytes: transfer.sample.bytes)
+        telemetry.metrics?.received(transfer.sample.bytes, operation: name)
         let linkSample = meter.linkSample(for: transfer.sample, minimumBytes: configuration.monitor.minimumMeasurableBytes)
         if let trace = configuration.trace {
             let sample = transfer.sample
             let firstByte = timebase.now() - sample.transferDuration
             for waiter in waiters(of: environment.job) { trace.firstByte(waiter, at: firstByte) }
         }
-        logger.trace("response headers", metadata: logMetadata().merging(["http.status": "\(response.status)", "http.headers": "\(response.headers)"]) { $1 })
+        logger.trace("response headers", metadata: logMetadata().merging(["http.status": "\(response.status)", "http.headers": "\(configuration.redaction.headers(response.headers))"]) { $1 })
 
         // 3. Validate. Either way the transfer measured the link; an accepted
         // response also counts toward the retry budget (one lock for both).
@@ -127,10 +191,10 @@ extension NetworkController {
             noteAttempt(sample: linkSample, error: nil)
             var failure = DepotError.wrap(error, operation: name, fallback: .unexpectedStatus)
             if failure.status == nil { failure.status = response.status }
-            return .failed(failure, headers: response.headers, sample: transfer.sample)
+            return .failed(failure, headers: response.headers, sample: transfer.sample, sent: transportRequest)
         }
         noteAttempt(sample: linkSample, error: nil, accepted: true)
-        return .response(response, transfer.sample)
+        return .response(response, transfer.sample, sent: transportRequest)
     }
 
     /// Turns an accepted response into the job's result.
@@ -144,7 +208,7 @@ extension NetworkController {
         logger: Logger
     ) async -> JobResult {
         let transfer = (response: response, sample: sample)
-        let context = OperationContext(ticket: environment.job, attempt: attempt, logger: logger, values: configuration.contextValues, operationName: name)
+        let context = OperationContext(ticket: environment.job, attempt: attempt, now: configuration.currentDate(), logger: logger, values: configuration.contextValues, operationName: name)
         do {
             try Task.checkCancellation()
             let output = try await operation.process(response, context: context)

@@ -4,28 +4,50 @@ import Foundation
 extension NetworkController {
     // MARK: - Retries
 
-    /// Whether to retry an attempt that failed, with the budget and jitter applied.
-    func retryDecision<Operation: NetworkOperation>(
-        for error: DepotError,
-        headers: HeaderFields,
-        operation: Operation,
-        method: NetworkRequest.Method,
-        attempt: Int
-    ) -> RetryDecision {
-        let policy = operation.retryPolicy ?? configuration.retryPolicy
-        let date = configuration.currentDate()
+    /// Asks the interceptors about one attempt, in their documented order:
+    /// the authenticator, the configuration's interceptors, the retry policy.
+    func intercept<Operation: NetworkOperation>(_ attempt: InterceptedAttempt, operation: Operation) async -> InterceptorDecision {
+        let context = interceptorContext()
+        if let authenticator = configuration.authenticator {
+            let decision = await authenticator.intercept(attempt, context: context)
+            guard decision.isProceed else { return decision }
+        }
+        for interceptor in configuration.interceptors {
+            let decision = await interceptor.intercept(attempt, context: context)
+            guard decision.isProceed else { return decision }
+        }
+        return (operation.retryPolicy ?? configuration.retryPolicy).verdict(on: attempt, context: context)
+    }
+
+    /// What interceptors and the authenticator get from this controller.
+    func interceptorContext() -> InterceptorContext {
+        InterceptorContext(
+            now: configuration.currentDate(),
+            logger: configuration.logger,
+            random: { [self] in measurements.withLock { $0.random.next() } },
+            send: { [pipeline, configuration] request throws(DepotError) in
+                do {
+                    let timeout = Timeout.default.capped(at: configuration.longestTransfer)
+                    return try await pipeline.run(request, timeout: timeout) { _ in }.response
+                } catch {
+                    throw DepotError.wrap(error, operation: "token refresh", fallback: .transport)
+                }
+            }
+        )
+    }
+
+    /// Whether the retry budget allows a retry after `delay` (and the controller still runs).
+    func gateRetry(after delay: Duration) -> RetryDecision {
         let now = timebase.now()
         return state.withLock { state in
             guard !state.isShutDown else { return .doNotRetry(.notRetryable) }
-            return measurements.withLock { measurements in
-                let decision = policy.decision(for: error, headers: headers, method: method, attempt: attempt, now: date, using: &measurements.random)
-                return measurements.budget.gate(decision, at: now)
-            }
+            return measurements.withLock { $0.budget.gate(.retry(after: delay), at: now) }
         }
     }
 
     /// Tells the waiters of `job` that it will be retried.
     func beginBackoff(job: Ticket.ID, attempt: Int, delay: Duration, error: DepotError) {
+        let error = configuration.redaction.error(error)
         let now = timebase.now()
         let effects = state.withLock { state -> [Effect] in
             state.scheduler.waiters(of: job).compactMap { waiter in
@@ -71,5 +93,21 @@ struct JitterSource: RandomNumberGenerator, Sendable {
             return generator.next()
         }
         return seeded!.next()
+    }
+}
+
+extension Result where Success == NetworkResponse, Failure == DepotError {
+    /// The failure, if it is one.
+    var error: DepotError? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+
+    /// The response's status, or the failure's.
+    var status: Int? {
+        switch self {
+        case .success(let response): return response.status
+        case .failure(let error): return error.status
+        }
     }
 }

@@ -52,6 +52,9 @@ public final class NetworkController: Sendable {
         var sample: TransferSample?
         /// The transfer found no network and the operation waits for it: back to the queue.
         var waitsForNetwork = false
+        /// The authenticator had no credential (at this generation): the job
+        /// waits in the queue for a sign-in.
+        var waitsForCredentials: Int?
     }
 
     struct TicketRecord: Sendable {
@@ -101,6 +104,8 @@ public final class NetworkController: Sendable {
     private static let ticketCounter = Atomic<UInt64>(0)
     /// Body bytes received by every transfer of this controller (see ``LinkMeter``).
     let linkBytes = LinkMeter.Counter()
+    /// Metrics and spans through the standard packages, when a backend is configured.
+    let telemetry: Telemetry
 
     /// Makes a controller.
     public init(configuration: Configuration = Configuration()) {
@@ -117,13 +122,16 @@ public final class NetworkController: Sendable {
             timebase: timebase,
             maximumBodySize: configuration.maximumBodySize,
             redirectLimit: configuration.redirectLimit,
-            watch: DeadlineWatch(timebase: timebase)
+            watch: DeadlineWatch(timebase: timebase),
+            redaction: configuration.redaction
         )
         let measurements = Measurements(configuration: configuration)
         let conditions = ConditionsState(configuration: configuration, measurements: measurements)
         configuration.trace?.quality(conditions.quality, at: .zero)
+        self.telemetry = Telemetry(factory: configuration.metricsFactory, tracer: configuration.tracer, quality: conditions.quality, limit: conditions.effectiveLimit)
         self.measurements = Mutex(measurements)
         self.state = Mutex(State(scheduler: Scheduler(limit: conditions.effectiveLimit), conditions: conditions))
+        configuration.authenticator?.attach(self)
     }
 
     /// Work still held when the last reference goes (in a paused category,
@@ -283,7 +291,7 @@ public final class NetworkController: Sendable {
             url = try request.resolvedURL(base: base)
         } catch {
             // After shutdown every operation fails the same way, a malformed one too.
-            let failure = isShutDown ? DepotError(.shutDown, operation: name) : error.named(name)
+            let failure = isShutDown ? DepotError(.shutDown, operation: name) : configuration.redaction.error(error.named(name))
             rejectAtOnce(ticket, priority: operation.priority, category: operation.category, deliver: deliver, error: failure, at: now)
             return ticket
         }
@@ -295,9 +303,10 @@ public final class NetworkController: Sendable {
             coalescingKey: Self.coalescingKey(for: operation, method: request.method, url: url),
             dependencies: dependencies.map(\.id)
         )
+        let traceParent = telemetry.parentContext()
         let runner: JobRunner = { [weak self] environment in
             guard let self else { return JobResult(result: .failure(DepotError(.shutDown, operation: name))) }
-            return await self.execute(operation, name: name, request: request, url: url, environment: environment)
+            return await self.execute(operation, name: name, request: request, url: url, environment: environment, traceParent: traceParent)
         }
         let record = TicketRecord(ticket: ticket, priority: operation.priority, enqueuedAt: now, runner: runner, deliver: deliver)
         let isDroppable = operation.isDroppable
@@ -322,7 +331,7 @@ public final class NetworkController: Sendable {
             }
             state.records[id] = record
             effects.append(emit(ticket, .enqueued(priority: entry.priority, category: entry.category), at: now))
-            configuration.trace?.enqueued(id, name: name, priority: entry.priority, category: entry.category, at: now)
+            configuration.trace?.enqueued(id, name: configuration.redaction.text(name), priority: entry.priority, category: entry.category, at: now)
             let quality = state.conditions.quality
             if isDroppable {
                 // Work that a bad network would drop is not even queued on one.

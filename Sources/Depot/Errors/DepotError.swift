@@ -95,7 +95,12 @@ public struct DepotError: Error, Sendable, CustomStringConvertible, LocalizedErr
     public var detail: String?
     /// The error that caused this one: a transport error, a `DecodingError`, or for
     /// ``Code/dependencyFailed`` the dependency's own `DepotError`.
-    public var underlying: (any Error)?
+    public var underlying: (any Error)? {
+        didSet { redactedUnderlying = nil }
+    }
+    /// The text of ``underlying`` with its secrets redacted, when it had any
+    /// (see ``Redaction``): what ``description`` shows instead.
+    var redactedUnderlying: String?
 
     /// Makes an error. Depot makes these for you; operations may throw their own.
     ///
@@ -139,6 +144,8 @@ public struct DepotError: Error, Sendable, CustomStringConvertible, LocalizedErr
 
     private var reason: String {
         switch code.base {
+        case .unauthorized where status == nil:
+            return "not authorized" + detailSuffix(": ")
         case .unauthorized, .notFound, .server, .unexpectedStatus:
             if let status {
                 return "server answered \(status) \(HTTPStatus.reasonPhrase(status))"
@@ -173,7 +180,7 @@ public struct DepotError: Error, Sendable, CustomStringConvertible, LocalizedErr
 
     private var underlyingSuffix: String {
         guard let underlying else { return "" }
-        return " (\(String(describing: underlying).prefix(160)))"
+        return " (\((redactedUnderlying ?? String(describing: underlying)).prefix(160)))"
     }
 
     /// Builds the error for a status the operation does not accept, following the

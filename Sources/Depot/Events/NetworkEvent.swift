@@ -21,7 +21,7 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
     /// a `switch`: match with `==` or `case .failed:` and keep a `default:`.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         enum Base: UInt8, Sendable {
-            case enqueued, started, progress, coalesced, promoted, retried, finished, failed, cancelled, waitingForNetwork, qualityChanged, concurrencyChanged, categoryPaused, categoryResumed, probing, outboxChanged
+            case enqueued, started, progress, coalesced, promoted, retried, finished, failed, cancelled, waitingForNetwork, waitingForCredentials, qualityChanged, concurrencyChanged, categoryPaused, categoryResumed, probing, outboxChanged, signedOut, signedIn
         }
 
         let base: Base
@@ -58,6 +58,14 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
         public static let probing = Kind(base: .probing)
         /// Controller-wide: a DepotStore outbox's entry changed (``outbox`` says which, what happened, and the counts).
         public static let outboxChanged = Kind(base: .outboxChanged)
+        /// The operation needs credentials that are not there (its ``TokenAuthenticator``
+        /// signed out) and waits in the queue for a sign-in; ``error`` says why.
+        public static let waitingForCredentials = Kind(base: .waitingForCredentials)
+        /// Controller-wide: the ``TokenAuthenticator`` lost its credential (a
+        /// refused refresh, or ``TokenAuthenticator/signOut()``); ``reason`` says which.
+        public static let signedOut = Kind(base: .signedOut)
+        /// Controller-wide: the ``TokenAuthenticator`` got a credential; held work goes on.
+        public static let signedIn = Kind(base: .signedIn)
 
         /// Whether the operation ended: ``finished``, ``failed`` or ``cancelled``.
         /// A ticket has no events after its terminal one.
@@ -102,6 +110,12 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
         case probing(attempt: Int)
         /// Controller-wide: an outbox's queue changed.
         case outboxChanged(OutboxChange)
+        /// The operation waits in the queue for a sign-in.
+        case waitingForCredentials(DepotError)
+        /// Controller-wide: the authenticator lost its credential.
+        case signedOut(reason: String)
+        /// Controller-wide: the authenticator got a credential.
+        case signedIn
     }
 
     /// A change in a DepotStore outbox, carried by an ``Kind/outboxChanged``
@@ -224,6 +238,9 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
         case .categoryResumed: return .depotCategoryResumed
         case .probing: return .depotProbing
         case .outboxChanged: return .depotOutboxChanged
+        case .waitingForCredentials: return .depotOperationWaitingForCredentials
+        case .signedOut: return .depotSignedOut
+        case .signedIn: return .depotSignedIn
         }
     }
 }
@@ -248,15 +265,24 @@ extension NetworkEvent {
         case .categoryResumed: .categoryResumed
         case .probing: .probing
         case .outboxChanged: .outboxChanged
+        case .waitingForCredentials: .waitingForCredentials
+        case .signedOut: .signedOut
+        case .signedIn: .signedIn
         }
     }
 
-    /// The error of a ``Kind/failed``, ``Kind/retried`` or ``Kind/waitingForNetwork`` event.
+    /// The error of a ``Kind/failed``, ``Kind/retried``, ``Kind/waitingForNetwork`` or ``Kind/waitingForCredentials`` event.
     public var error: DepotError? {
         switch detail {
-        case .failed(let error), .waitingForNetwork(let error), .retried(_, _, let error): error
+        case .failed(let error), .waitingForNetwork(let error), .waitingForCredentials(let error), .retried(_, _, let error): error
         default: nil
         }
+    }
+
+    /// Why a ``Kind/signedOut`` event happened: "the refresh was refused" or "signed out".
+    public var reason: String? {
+        if case .signedOut(let reason) = detail { return reason }
+        return nil
     }
 
     /// The attempt of a ``Kind/started``, ``Kind/retried`` or ``Kind/probing`` event.

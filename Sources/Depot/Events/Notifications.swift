@@ -63,6 +63,12 @@ extension Notification.Name {
     public static let depotProbing = Notification.Name("DepotProbing")
     /// A DepotStore outbox's queue changed (mutations queued, sent, committed, rolled back).
     public static let depotOutboxChanged = Notification.Name("DepotOutboxChanged")
+    /// An operation needs credentials and waits in the queue for a sign-in.
+    public static let depotOperationWaitingForCredentials = Notification.Name("DepotOperationWaitingForCredentials")
+    /// The token authenticator lost its credential (controller-wide): show a sign-in screen.
+    public static let depotSignedOut = Notification.Name("DepotSignedOut")
+    /// The token authenticator got a credential (controller-wide).
+    public static let depotSignedIn = Notification.Name("DepotSignedIn")
 }
 
 extension NetworkEvent {

@@ -85,18 +85,15 @@ public struct HeaderFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
 
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 
-    /// Header names whose values are secrets: never logged, dropped on cross-origin redirects.
+    /// Credentials a redirect to another origin always drops, whatever the
+    /// controller's ``Redaction`` says (it drops the secret headers of that list too).
     static let credentialNames: Set<String> = ["authorization", "cookie", "proxy-authorization"]
 
-    /// Header names whose values are never logged.
-    static let redactedNames: Set<String> = ["authorization", "cookie", "set-cookie", "proxy-authorization"]
-
-    /// The fields as text with secret values replaced by `<redacted>`, for logs.
+    /// The fields as text with the secret values of ``Redaction/default`` replaced
+    /// by `<redacted>`, for logs. A controller logs with its own
+    /// ``NetworkController/Configuration/redaction``.
     public var description: String {
-        fields.map { field in
-            let value = HeaderFields.redactedNames.contains(field.name.lowercased()) ? "<redacted>" : field.value
-            return "\(field.name): \(value)"
-        }.joined(separator: ", ")
+        Redaction.default.headers(self)
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 
 /// A key for a value that the controller hands to every operation through
@@ -35,6 +36,9 @@ public struct OperationContext: Sendable {
     public let ticket: Ticket.ID
     /// Which attempt this is, starting at 1.
     public let attempt: Int
+    /// The controller's wall clock (``NetworkController/Configuration/currentDate``)
+    /// when this attempt began: use it instead of `Date()`, so tests control it.
+    public let now: Date
     /// A logger with the operation's metadata (`depot.ticket`, `depot.operation`) attached.
     public var logger: Logger {
         guard let operationName else { return baseLogger }
@@ -52,13 +56,14 @@ public struct OperationContext: Sendable {
     public let values: OperationContextValues
 
     /// Makes a context; useful for calling `process` directly in a test.
-    public init(ticket: Ticket.ID = Ticket.ID(rawValue: 0), attempt: Int = 1, logger: Logger = Logger(label: "depot"), values: OperationContextValues = OperationContextValues()) {
-        self.init(ticket: ticket, attempt: attempt, logger: logger, values: values, operationName: nil)
+    public init(ticket: Ticket.ID = Ticket.ID(rawValue: 0), attempt: Int = 1, now: Date = Date(), logger: Logger = Logger(label: "depot"), values: OperationContextValues = OperationContextValues()) {
+        self.init(ticket: ticket, attempt: attempt, now: now, logger: logger, values: values, operationName: nil)
     }
 
-    init(ticket: Ticket.ID, attempt: Int, logger: Logger, values: OperationContextValues, operationName: String?) {
+    init(ticket: Ticket.ID, attempt: Int, now: Date, logger: Logger, values: OperationContextValues, operationName: String?) {
         self.ticket = ticket
         self.attempt = attempt
+        self.now = now
         self.baseLogger = logger
         self.values = values
         self.operationName = operationName

@@ -125,6 +125,9 @@ struct Scheduler: Sendable {
     /// that arrives while one trickles starts beside it instead of behind it.
     private(set) var trickling: Set<ID> = []
     private(set) var paused: Set<OperationCategory> = []
+    /// Jobs out of the queues until ``releaseHeld()``, oldest first (ids of
+    /// jobs since cancelled are skipped when released).
+    private var held: [ID] = []
     private(set) var limit: Int
     private(set) var isShuttingDown = false
     /// Tickets being cancelled together by `cancelMany`.
@@ -265,16 +268,39 @@ struct Scheduler: Sendable {
     /// The tail, so that offline probes take turns: at the head, a job whose
     /// host alone refuses connections would be every probe's pick, and work for
     /// reachable hosts behind it would never run.
-    mutating func requeue(job id: ID) -> [Action] {
+    ///
+    /// With `holding`, the job waits out of the queues until ``releaseHeld()``
+    /// (it needs credentials that are not there), holding no slot.
+    mutating func requeue(job id: ID, holding: Bool = false) -> [Action] {
         if let job = jobs[id], running.contains(id) {
             guard !job.waiters.isEmpty else { return finish(job: id, outcome: .cancelled) }
             markStopped(id, priority: job.priority)
+            if holding {
+                held.append(id)
+            } else {
+                queues[job.priority.rawValue].append(id)
+            }
+        }
+        begin()
+        pump()
+        return out
+    }
+
+    /// Puts every held job back in its queue, oldest first.
+    mutating func releaseHeld() -> [Action] {
+        let released = held
+        held.removeAll()
+        for id in released {
+            guard let job = jobs[id], !running.contains(id) else { continue }
             queues[job.priority.rawValue].append(id)
         }
         begin()
         pump()
         return out
     }
+
+    /// How many jobs wait for ``releaseHeld()``.
+    var heldJobCount: Int { held.reduce(0) { $0 + (jobs[$1] != nil ? 1 : 0) } }
 
     /// Starts the oldest, most urgent queued job of `categories` even though they
     /// are paused, when nothing runs and nothing else can start: on a network too
@@ -392,7 +418,7 @@ struct Scheduler: Sendable {
                     runningDelayableJobCount -= 1
                 }
                 job.priority = entry.priority
-                if !isRunning { queues[entry.priority.rawValue].append(jobID) }
+                if !isRunning, !held.contains(jobID) { queues[entry.priority.rawValue].append(jobID) }
             }
             jobs[jobID] = job
             return

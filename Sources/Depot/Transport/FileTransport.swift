@@ -22,7 +22,7 @@ public struct FileTransport: Transport {
 
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         guard request.url.isFileURL else {
-            throw DepotError(.invalidRequest, detail: "FileTransport serves file:// URLs only, not \(request.url.absoluteString)")
+            throw DepotError(.invalidRequest, detail: "FileTransport serves file:// URLs only, not \(Redaction.default.url(request.url))")
         }
         guard request.method == .get || request.method == .head else {
             return TransportResponse(status: 405, headers: ["Allow": "GET, HEAD"], body: .empty)

@@ -8,13 +8,16 @@ struct TransferPipeline: Sendable {
     let maximumBodySize: Int
     let redirectLimit: Int
     let watch: DeadlineWatch
+    /// Writes the URLs in error details, and names the headers a redirect to another origin drops.
+    let redaction: Redaction
 
-    init(transport: any Transport, timebase: Timebase, maximumBodySize: Int, redirectLimit: Int, watch: DeadlineWatch? = nil) {
+    init(transport: any Transport, timebase: Timebase, maximumBodySize: Int, redirectLimit: Int, watch: DeadlineWatch? = nil, redaction: Redaction = .default) {
         self.transport = transport
         self.timebase = timebase
         self.maximumBodySize = maximumBodySize
         self.redirectLimit = redirectLimit
         self.watch = watch ?? DeadlineWatch(timebase: timebase)
+        self.redaction = redaction
     }
 
     struct Result: Sendable {
@@ -87,7 +90,7 @@ struct TransferPipeline: Sendable {
             if let next = try redirectTarget(of: head, for: request) {
                 redirects += 1
                 if redirects > redirectLimit {
-                    throw DepotError(.tooManyRedirects, status: head.status, detail: "more than \(redirectLimit), last to \(next.url.absoluteString)")
+                    throw DepotError(.tooManyRedirects, status: head.status, detail: "more than \(redirectLimit), last to \(redaction.url(next.url))")
                 }
                 request = next
                 continue  // Dropping `head.body` here stops that transfer.
@@ -138,12 +141,12 @@ struct TransferPipeline: Sendable {
               let location = head.headers["Location"]
         else { return nil }
         guard let target = URL(string: location, relativeTo: request.url)?.absoluteURL, target.scheme != nil else {
-            throw DepotError(.invalidRequest, status: head.status, detail: "bad redirect Location \"\(location)\"")
+            throw DepotError(.invalidRequest, status: head.status, detail: "bad redirect Location \"\(redaction.text(location))\"")
         }
         let fromScheme = request.url.scheme?.lowercased()
         let toScheme = target.scheme?.lowercased()
         if fromScheme == "https" && toScheme == "http" {
-            throw DepotError(.insecureRedirect, status: head.status, detail: "\(request.url.absoluteString) → \(target.absoluteString)")
+            throw DepotError(.insecureRedirect, status: head.status, detail: "\(redaction.url(request.url)) → \(redaction.url(target))")
         }
         guard toScheme == "http" || toScheme == "https" else {
             throw DepotError(.invalidRequest, status: head.status, detail: "redirect to unsupported scheme \(toScheme ?? "none")")
@@ -151,7 +154,9 @@ struct TransferPipeline: Sendable {
         var next = request
         next.url = target
         if Origin(target) != Origin(request.url) {
-            for name in HeaderFields.credentialNames { next.headers.remove(name: name) }
+            for field in request.headers where HeaderFields.credentialNames.contains(field.name.lowercased()) || redaction.isSecret(headerName: field.name) {
+                next.headers.remove(name: field.name)
+            }
         }
         let becomesGET = head.status == 303 && request.method != .head
             || (head.status == 301 || head.status == 302) && request.method == .post

@@ -15,15 +15,51 @@ import FoundationNetworking
 /// let transport = URLSessionTransport(maximumConnectionsPerHost: 8)
 /// let controller = NetworkController(configuration: .init(transport: transport))
 /// ```
+///
+/// A certificate the system does not trust fails the request with
+/// ``DepotError/Code/transport`` and a detail that says so ("TLS: the server's
+/// certificate is not trusted"). To pin certificates or trust your own
+/// authority on Apple platforms, pass a server-trust hook to
+/// ``init(maximumConnectionsPerHost:serverTrust:)``.
 public final class URLSessionTransport: Transport {
     private let session: URLSession
     private let delegate: SessionDelegate
 
     /// Makes a transport with its own session.
     ///
-    /// - Parameter maximumConnectionsPerHost: The session's connection limit per
-    ///   host. Keep it at or above the controller's concurrency limit.
-    public init(maximumConnectionsPerHost: Int = 16) {
+    /// For example, to pin the public key of your server's certificate on Apple
+    /// platforms (`pinnedKeys` holds the `SecKeyCopyExternalRepresentation` of
+    /// each key you accept):
+    ///
+    /// ```swift
+    /// let transport = URLSessionTransport(serverTrust: { challenge in
+    ///     #if canImport(Security)
+    ///     guard SecTrustEvaluateWithError(challenge.trust, nil),
+    ///           let leaf = (SecTrustCopyCertificateChain(challenge.trust) as? [SecCertificate])?.first,
+    ///           let key = SecCertificateCopyKey(leaf),
+    ///           let data = SecKeyCopyExternalRepresentation(key, nil) as Data?,
+    ///           pinnedKeys.contains(data)
+    ///     else { return .reject }
+    ///     return .accept
+    ///     #else
+    ///     return .useSystemEvaluation
+    ///     #endif
+    /// })
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - maximumConnectionsPerHost: The session's connection limit per host.
+    ///     Keep it at or above the controller's concurrency limit.
+    ///   - serverTrust: Decides about each server certificate, once per
+    ///     connection, on the session's delegate queue; keep it quick. It is
+    ///     called where URLSession asks its delegate about server trust: on
+    ///     Apple platforms. Linux's URLSession verifies certificates itself
+    ///     (with the system's roots) and does not call it. `nil`, the default,
+    ///     leaves every certificate to the system.
+    public init(
+        maximumConnectionsPerHost: Int = 16,
+        serverTrust: (@Sendable (ServerTrustChallenge) -> ServerTrustDecision)? = nil
+    ) {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
@@ -31,7 +67,7 @@ public final class URLSessionTransport: Transport {
         configuration.httpShouldSetCookies = false
         configuration.httpMaximumConnectionsPerHost = maximumConnectionsPerHost
         configuration.timeoutIntervalForResource = 7 * 24 * 3600
-        let delegate = SessionDelegate()
+        let delegate = SessionDelegate(serverTrust: serverTrust)
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
         queue.name = "depot.urlsession.delegate"
@@ -76,6 +112,7 @@ public final class URLSessionTransport: Transport {
         guard let urlError = error as? URLError else {
             return DepotError(.transport, underlying: error)
         }
+        if let failure = tlsFailure(urlError) { return failure }
         switch urlError.code {
         case .cancelled:
             return DepotError(.cancelled, underlying: urlError)
@@ -102,6 +139,7 @@ private final class Exchange: Sendable {
         var head: CheckedContinuation<TransportResponse, any Error>?
         var body: AsyncThrowingStream<Data, any Error>.Continuation?
         var cancelled = false
+        var trustRefused = false
         var received = 0
     }
 
@@ -171,13 +209,21 @@ private final class Exchange: Sendable {
         }
     }
 
+    /// The server-trust hook refused the certificate: the task ends as cancelled,
+    /// and is reported as refused.
+    func refusedServerTrust() {
+        state.withLock { $0.trustRefused = true }
+    }
+
     func completed(_ error: (any Error)?) {
-        let (head, body) = state.withLock { state in
+        let (head, body, trustRefused) = state.withLock { state in
             defer { state.head = nil; state.body = nil }
-            return (state.head, state.body)
+            return (state.head, state.body, state.trustRefused)
         }
         if let error {
-            let mapped = URLSessionTransport.map(error)
+            let mapped = trustRefused
+                ? DepotError(.transport, detail: URLSessionTransport.refusedDetail, underlying: error)
+                : URLSessionTransport.map(error)
             head?.resume(throwing: mapped)
             body?.finish(throwing: mapped)
         } else {
@@ -190,9 +236,14 @@ private final class Exchange: Sendable {
 /// Routes URLSession's callbacks to the exchange of each task.
 ///
 /// `@unchecked Sendable` is sound: NSObject subclasses cannot be checked, and the
-/// only stored property is a `Mutex`.
+/// stored properties are a `Mutex` and an immutable `@Sendable` closure.
 private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     private let exchanges = Mutex<[Int: Exchange]>([:])
+    private let serverTrust: (@Sendable (URLSessionTransport.ServerTrustChallenge) -> URLSessionTransport.ServerTrustDecision)?
+
+    init(serverTrust: (@Sendable (URLSessionTransport.ServerTrustChallenge) -> URLSessionTransport.ServerTrustDecision)?) {
+        self.serverTrust = serverTrust
+    }
 
     func register(_ exchange: Exchange, for identifier: Int) {
         exchanges.withLock { $0[identifier] = exchange }
@@ -214,6 +265,17 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
     func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse, newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
         // The controller follows redirects itself, by the same rules for every transport.
         completionHandler(nil)
+    }
+
+    // Task-level, not session-level: without a session-level method, URLSession
+    // hands connection challenges (server trust among them) to this one, and the
+    // task tells whose request a refusal fails.
+    func urlSession(_ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge, completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void) {
+        let (disposition, credential) = URLSessionTransport.answer(challenge.protectionSpace, hook: serverTrust)
+        if disposition == .cancelAuthenticationChallenge {
+            exchange(for: task)?.refusedServerTrust()
+        }
+        completionHandler(disposition, credential)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
