@@ -30,8 +30,8 @@ enum AllocationBench {
         }
         // What each interceptor costs per request: in memory, no notifications,
         // against the plain controller above.
-        let base = URL(string: "http://127.0.0.1:1")!
-        let authenticator = TokenAuthenticator(for: base, refresher: TokenRefresher { credential, _ in credential })
+        let memoryBase = URL(string: "http://127.0.0.1:1")!
+        let authenticator = TokenAuthenticator(for: memoryBase, refresher: TokenRefresher { credential, _ in credential })
         await authenticator.signIn(TokenCredential(accessToken: "bench-token", refreshToken: "r"))
         let variants: [(String, (inout NetworkController.Configuration) -> Void)] = [
             ("+ one pass-through interceptor", { $0.interceptors = [PassThrough()] }),
@@ -39,7 +39,7 @@ enum AllocationBench {
             ("+ both", { $0.interceptors = [PassThrough()]; $0.authenticator = authenticator }),
         ]
         for (label, configure) in variants {
-            var configuration = NetworkController.Configuration(baseURL: base, transport: OverheadBench.InstantTransport(), concurrencyPolicy: .fixed(1), notificationCenter: nil)
+            var configuration = NetworkController.Configuration(baseURL: memoryBase, transport: OverheadBench.InstantTransport(), concurrencyPolicy: .fixed(1), notificationCenter: nil)
             configure(&configuration)
             let controller = NetworkController(configuration: configuration)
             let count = try await count(operations) { index in

@@ -13,8 +13,15 @@ enum BenchServer {
         return ByteBuffer(string: #"{"id":1,"title":"An item of about one kilobyte","body":"\#(filler)"}"#)
     }()
 
-    static func run() async throws {
+    /// Serves until killed; with `staticFile`, also that file's bytes at `GET /feed.xml`.
+    static func run(staticFile: String? = nil) async throws {
         let router = Router()
+        if let staticFile {
+            let bytes = ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: staticFile)))
+            router.get("/feed.xml") { _, _ in
+                Response(status: .ok, headers: [.contentType: "application/rss+xml"], body: .init(byteBuffer: bytes))
+            }
+        }
         router.get("/items/:id") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: item))
         }

@@ -12,14 +12,22 @@ enum NerdfeedBench {
     struct Measurement {
         var seconds: Double
         var peakRSSKilobytes: Int
+        /// What it printed, when captured.
+        var output = ""
     }
 
-    /// Runs `executable` with `arguments` (output discarded) and measures it with wait4.
-    static func measure(_ executable: String, _ arguments: [String]) throws -> Measurement {
+    /// Runs `executable` with `arguments` (output discarded unless `capture`) and measures it with wait4.
+    static func measure(_ executable: String, _ arguments: [String], requireSuccess: Bool = true, capture: Bool = false) throws -> Measurement {
         var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        let outputFile = FileManager.default.temporaryDirectory.appending(path: "measure-\(UUID().uuidString).out").path
+        defer { if capture { unlink(outputFile) } }
+        if capture {
+            posix_spawn_file_actions_addopen(&actions, 1, outputFile, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
@@ -32,8 +40,9 @@ enum NerdfeedBench {
         var usage = rusage()
         _ = wait4(pid, &status, 0, &usage)
         let seconds = (ContinuousClock.now - start).seconds
-        guard status == 0 else { throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "\(executable) \(arguments) exited with \(status)"]) }
-        return Measurement(seconds: seconds, peakRSSKilobytes: Int(usage.ru_maxrss))
+        guard status == 0 || !requireSuccess else { throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "\(executable) \(arguments) exited with \(status)"]) }
+        let output = capture ? ((try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? "") : ""
+        return Measurement(seconds: seconds, peakRSSKilobytes: Int(usage.ru_maxrss), output: output)
     }
 
     static func median(_ values: [Double]) -> Double {

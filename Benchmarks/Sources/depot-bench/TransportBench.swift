@@ -348,10 +348,11 @@ struct ServerProcess {
     let port: Int
     var pid: Int32 { process.processIdentifier }
 
-    static func start() throws -> ServerProcess {
+    /// Starts `depot-bench serve` (or other `arguments` of it) and reads the port it prints.
+    static func start(arguments: [String] = ["serve"]) throws -> ServerProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        process.arguments = ["serve"]
+        process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()

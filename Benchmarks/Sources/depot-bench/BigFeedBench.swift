@@ -1,0 +1,81 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// A feed far past libxml2's 10,000,000-byte chunk limit, synced by the
+/// release `nerdfeed` as a user runs it: 1,000,000 items in about 34 MB of RSS,
+/// served over loopback by `depot-bench serve`. Reports the sync's time and
+/// peak RSS against `XMLParser` alone reading the same bytes in this process.
+enum BigFeedBench {
+    /// An RSS 2.0 document of `items` minimal items (a relative link each, so
+    /// every one is kept), about 34 bytes an item.
+    static func document(items: Int) -> Data {
+        var xml = #"<?xml version="1.0" encoding="UTF-8"?><rss version="2.0"><channel><title>Big</title>"#
+        xml += "\n"
+        xml.reserveCapacity(items * 36 + 200)
+        for index in 0..<items { xml += "<item><link>/i/\(index)</link></item>\n" }
+        xml += "</channel></rss>\n"
+        return Data(xml.utf8)
+    }
+
+    /// Counts elements and nothing else: the floor any feed parser built on XMLParser pays.
+    final class CountingDelegate: NSObject, XMLParserDelegate {
+        var elements = 0
+        func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]) {
+            elements += 1
+        }
+    }
+
+    /// `XMLParser` alone over `data`, chunked as FeedParser feeds it; seconds.
+    static func parseAlone(_ data: Data) throws -> Double {
+        let delegate = CountingDelegate()
+        let parser = XMLParser(stream: InputStream(data: data))
+        parser.shouldProcessNamespaces = true
+        parser.delegate = delegate
+        let start = ContinuousClock.now
+        guard parser.parse() else { throw CocoaError(.coderReadCorrupt, userInfo: [NSLocalizedDescriptionKey: "XMLParser failed: \(String(describing: parser.parserError))"]) }
+        return (ContinuousClock.now - start).seconds
+    }
+
+    static func run(binaries: String, items: Int, repeats: Int) async throws {
+        let nerdfeed = "\(binaries)/nerdfeed"
+        let folder = FileManager.default.temporaryDirectory.appending(path: "bigfeed-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let data = document(items: items)
+        let file = folder.appending(path: "feed.xml")
+        try data.write(to: file)
+        let server = try ServerProcess.start(arguments: ["serve", file.path])
+        defer { server.stop() }
+        let feed = "http://127.0.0.1:\(server.port)/feed.xml"
+        say(String(format: "bigfeed: %d items, %.1f MB of RSS, served at %@; nerdfeed from %@", items, Double(data.count) / 1e6, feed, binaries))
+
+        var syncs: [NerdfeedBench.Measurement] = []
+        var alone: [Double] = []
+        for run in 0..<max(1, repeats) {
+            // Alternate, so both see the same machine.
+            alone.append(try parseAlone(data))
+            let cache = folder.appending(path: "sync-\(run).sqlite").path
+            // --songs at the same server: its answer fails the songs sync, so the
+            // run's exit status is not checked; the feed's rows are counted instead.
+            let measurement = try NerdfeedBench.measure(nerdfeed, ["--once", "--limit", "3", "--feed", feed, "--songs", "http://127.0.0.1:\(server.port)", "--cache", cache], requireSuccess: false)
+            let rows = try NerdfeedBench.measure("/usr/bin/sqlite3", [cache, "SELECT COUNT(*) FROM feedItem"], capture: true).output
+            guard rows.trimmingCharacters(in: .whitespacesAndNewlines) == "\(items)" else {
+                throw CocoaError(.coderReadCorrupt, userInfo: [NSLocalizedDescriptionKey: "the sync stored \(rows.trimmingCharacters(in: .whitespacesAndNewlines)) rows, not \(items)"])
+            }
+            syncs.append(measurement)
+            say(String(format: "  run %d: nerdfeed --once %.2f s, peak RSS %d MB; XMLParser alone %.2f s", run + 1, measurement.seconds, measurement.peakRSSKilobytes / 1024, alone.last!))
+        }
+        let sync = NerdfeedBench.median(syncs.map(\.seconds))
+        let parse = NerdfeedBench.median(alone)
+        let rss = syncs.map(\.peakRSSKilobytes).max()! / 1024
+        say(String(format: "sync of %d items (%.1f MB): %.2f s (median of %d), %.2fx XMLParser alone (%.2f s; target <= 1.5x); peak RSS %d MB (worst; target < 150 MB)",
+                   items, Double(data.count) / 1e6, sync, syncs.count, sync / parse, parse, rss))
+    }
+}
