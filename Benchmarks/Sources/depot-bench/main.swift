@@ -9,7 +9,7 @@ import Foundation
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "serve":
-    try await BenchServer.run()
+    try await BenchServer.run(staticFile: arguments.count > 1 ? arguments[1] : nil)
 case "transport", nil:
     let requests = arguments.count > 1 ? Int(arguments[1]) ?? 5000 : 5000
     let repeats = arguments.count > 2 ? Int(arguments[2]) ?? 3 : 3
@@ -20,6 +20,8 @@ case "changesets":
     try await ChangeSetBench.run(rows: arguments.count > 1 ? Int(arguments[1]) ?? 10_000 : 10_000, repeats: arguments.count > 2 ? Int(arguments[2]) ?? 5 : 5)
 case "conditions":
     try await ConditionsBench.run(writeTraces: arguments.count > 1 ? arguments[1] : nil)
+case "bigfeed":
+    try await BigFeedBench.run(binaries: arguments.count > 1 ? arguments[1] : ".build/release", items: arguments.count > 2 ? Int(arguments[2]) ?? 1_000_000 : 1_000_000, repeats: arguments.count > 3 ? Int(arguments[3]) ?? 3 : 3)
 case "nerdfeed":
     try await NerdfeedBench.run(binaries: arguments.count > 1 ? arguments[1] : ".build/release", repeats: arguments.count > 2 ? Int(arguments[2]) ?? 3 : 3)
 case "overhead":
@@ -28,7 +30,13 @@ case "outbox":
     try await OutboxBench.run(count: arguments.count > 1 ? Int(arguments[1]) ?? 1000 : 1000, rounds: arguments.count > 2 ? Int(arguments[2]) ?? 5 : 5)
 case "allocations":
     try await AllocationBench.run(operations: arguments.count > 1 ? Int(arguments[1]) ?? 10_000 : 10_000)
+case "soak":
+    guard let duration = SoakBench.parseDuration(arguments.count > 1 ? arguments[1] : "10m"), let seed = arguments.count > 2 ? UInt64(arguments[2]) : 1 else {
+        print("usage: depot-bench soak [duration: seconds, or 90s, 10m, 1h] [seed]")
+        exit(2)
+    }
+    exit(try await SoakBench.run(duration: duration, seed: seed) ? 0 : 1)
 default:
-    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | allocations [operations] | ingest [items] [repeats] | outbox [count] [rounds] | changesets [rows] [repeats] | conditions [trace folder] | nerdfeed [release bin folder] [repeats] | serve]")
+    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | allocations [operations] | ingest [items] [repeats] | outbox [count] [rounds] | changesets [rows] [repeats] | conditions [trace folder] | nerdfeed [release bin folder] [repeats] | bigfeed [release bin folder] [items] [repeats] | soak [duration] [seed] | serve]")
     exit(2)
 }
