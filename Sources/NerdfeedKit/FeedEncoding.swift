@@ -12,6 +12,49 @@ import Foundation
 /// bytes as parse errors. Every other document is read as UTF-8, so it must be
 /// UTF-8: a byte that is not fails with `.decoding` before parsing.
 enum FeedEncoding {
+    /// `data` as `XMLParser` can take it: checked by ``check(_:)``, and with a
+    /// space added to every processing instruction without data (`<?pi?>`
+    /// becomes `<?pi ?>`), on which libxml2 passes `XMLParser` a null pointer
+    /// that it hands to `strlen` (the process dies). A copy is made only then.
+    static func prepare(_ data: Data) throws(DepotError) -> Data {
+        try check(data)
+        let positions = instructionsWithoutData(data)
+        guard !positions.isEmpty else { return data }
+        var patched = Data(capacity: data.count + positions.count)
+        var start = data.startIndex
+        for position in positions {
+            patched.append(data[start..<position])
+            patched.append(0x20)
+            start = position
+        }
+        patched.append(data[start...])
+        return patched
+    }
+
+    /// Where a `?>` closes a processing instruction that has a target and no
+    /// data (`<?name?>`): the offsets of those `?`.
+    static func instructionsWithoutData(_ data: Data) -> [Data.Index] {
+        var found: [Data.Index] = []
+        data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            var index = 0
+            while index + 1 < bytes.count {
+                guard bytes[index] == UInt8(ascii: "<"), bytes[index + 1] == UInt8(ascii: "?") else {
+                    index += 1
+                    continue
+                }
+                var end = index + 2
+                while end < bytes.count, bytes[end] != 0x20, bytes[end] != 0x09, bytes[end] != 0x0D, bytes[end] != 0x0A,
+                      bytes[end] != UInt8(ascii: "?"), bytes[end] != UInt8(ascii: ">") { end += 1 }
+                if end > index + 2, end + 1 < bytes.count, bytes[end] == UInt8(ascii: "?"), bytes[end + 1] == UInt8(ascii: ">") {
+                    found.append(data.startIndex + end)
+                }
+                index = end
+            }
+        }
+        return found
+    }
+
     /// Throws `.decoding` when libxml2 would read `data` as UTF-8 and it is not.
     static func check(_ data: Data) throws(DepotError) {
         let head = data.prefix(256)
@@ -41,7 +84,10 @@ enum FeedEncoding {
         let declaration = text[text.index(text.startIndex, offsetBy: 5)..<end.lowerBound]
         // Pseudo-attributes in order: version, then encoding.
         let pairs = pseudoAttributes(String(declaration))
-        guard pairs.first?.name == "version", pairs.count > 1, pairs[1].name == "encoding" else { return nil }
+        // libxml2 reads the encoding only after a version it accepts: "1." and digits.
+        guard let version = pairs.first, version.name == "version", version.value.hasPrefix("1."), version.value.count > 2,
+              version.value.dropFirst(2).allSatisfy({ $0.isASCII && $0.isNumber }),
+              pairs.count > 1, pairs[1].name == "encoding" else { return nil }
         return pairs[1].value.lowercased()
     }
 

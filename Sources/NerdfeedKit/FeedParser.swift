@@ -177,7 +177,7 @@ public struct FeedParser {
         _ body: ([ParsedItem]) throws -> Void
     ) throws -> Summary {
         guard !data.isEmpty else { throw FeedParseFailure.error("the feed is empty") }
-        try FeedEncoding.check(data)
+        let data = try FeedEncoding.prepare(data)
         return try withoutActuallyEscaping(body) { body in
             let reader = FeedReader(baseURL: baseURL, removingBreadcrumbs: removingBreadcrumbs, batchSize: batchSize, deliver: body)
             // A stream, not the data: XMLParser hands a Data to libxml2 in one

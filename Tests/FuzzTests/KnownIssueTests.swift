@@ -16,10 +16,27 @@ import Testing
         "attribute name": Array("<rss version=\"2.0\" ".utf8) + [0xFF] + Array("=\"x\"/>".utf8),
         "namespace prefix": Array("<rss xmlns:".utf8) + [0xFF] + Array("=\"urn:x\"/>".utf8),
         "comment": Array("<rss version=\"2.0\"><!--".utf8) + [0x80] + Array("--></rss>".utf8),
-        "processing instruction": Array("<rss version=\"2.0\"><?p".utf8) + [0xFF] + Array(" x?></rss>".utf8),
+        "processing instruction's target": Array("<rss version=\"2.0\"><?p".utf8) + [0xFF] + Array(" x?></rss>".utf8),
         "UTF-16 declared without a byte order mark": Array("<?xml version=\"1.0\" encoding=\"UTF-16\"?><rss><".utf8) + [0xFF] + Array("/></rss>".utf8),
         "Latin-1 declared by a declaration libxml2 does not read": Array("<?xml mode=\"x\" version=\"1.0\" encoding=\"ISO-8859-1\"?><rss><".utf8) + [0xFF] + Array("/></rss>".utf8),
     ]
+
+    /// Well-formed feeds with a processing instruction without data, where `XMLParser` crashes.
+    static let instructionsWithoutData: [String: String] = [
+        "in the channel": "<rss version=\"2.0\"><channel><?pi?><title>PI</title></channel></rss>",
+        "after the root": "<?xml version=\"1.0\"?><rss version=\"2.0\"><channel/></rss><?pi?>",
+    ]
+
+    @Test(arguments: instructionsWithoutData.keys.sorted())
+    func feedParserReadsAProcessingInstructionWithoutData(place: String) async throws {
+        let text = try #require(Self.instructionsWithoutData[place])
+        #expect(KnownIssues.xmlParserTraps(on: Data(text.utf8)))
+        #expect(!KnownIssues.xmlParserTraps(on: Data(text.replacingOccurrences(of: "<?pi?>", with: "<?pi ?>").utf8)))
+        // Then FeedParser reads the feed (or rejects it) rather than letting XMLParser crash.
+        await #expect(processExitsWith: .success) { [text = text as String] in
+            _ = try? FeedParser.parse(Data(text.utf8), baseURL: URL(string: "https://forums.example.com/rss")!)
+        }
+    }
 
     @Test(arguments: invalidUTF8InMarkup.keys.sorted())
     func feedParserRejectsInvalidUTF8InMarkup(place: String) async throws {

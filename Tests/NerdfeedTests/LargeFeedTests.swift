@@ -116,3 +116,21 @@ import Testing
         }
     }
 }
+
+/// Documents `XMLParser` dies on (the fuzzers found them) are answered, not fatal.
+@Suite struct HostileEncodingTests {
+    @Test func aProcessingInstructionWithoutDataParses() throws {
+        let xml = #"<rss version="2.0"><channel><title>T</title><?pi?><item><title>A</title><link>/a</link></item></channel></rss>"#
+        #expect(FeedEncoding.instructionsWithoutData(Data(xml.utf8)).count == 1)
+        let feed = try FeedParser.parse(Data(xml.utf8), baseURL: forumFeedURL)
+        #expect(feed.items.map(\.title) == ["A"])
+    }
+
+    @Test func aDeclarationWithABadVersionIsReadAsUTF8() throws {
+        let bytes = Array(#"<?xml version="1.<x0" encoding="ISO-8859-1"?><rss><channel><title>"#.utf8) + [0xFF] + Array("</title></channel></rss>".utf8)
+        #expect(FeedEncoding.declaredEncoding(bytes) == nil)
+        let error = #expect(throws: DepotError.self) { try FeedParser.parse(Data(bytes), baseURL: forumFeedURL) }
+        #expect(error?.code == .decoding)
+        #expect(error?.detail?.contains("not valid UTF-8") == true)
+    }
+}
