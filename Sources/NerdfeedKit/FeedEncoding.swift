@@ -88,7 +88,12 @@ enum FeedEncoding {
         guard let version = pairs.first, version.name == "version", version.value.hasPrefix("1."), version.value.count > 2,
               version.value.dropFirst(2).allSatisfy({ $0.isASCII && $0.isNumber }),
               pairs.count > 1, pairs[1].name == "encoding" else { return nil }
-        return pairs[1].value.lowercased()
+        // And only an encoding name as XML spells one: [A-Za-z][A-Za-z0-9._-]*.
+        let name = pairs[1].value
+        guard let first = name.unicodeScalars.first, first.isASCII, first.properties.isAlphabetic,
+              name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0)) })
+        else { return nil }
+        return name.lowercased()
     }
 
     private static func pseudoAttributes(_ text: String) -> [(name: String, value: String)] {

@@ -134,3 +134,12 @@ import Testing
         #expect(error?.detail?.contains("not valid UTF-8") == true)
     }
 }
+
+extension HostileEncodingTests {
+    @Test func anEncodingNameThatIsNotOneIsReadAsUTF8() throws {
+        let bytes = Array(#"<?xml version="1.0" encoding="ut"#.utf8) + [0xFF, 0xFF] + Array(#"-8"?><rss><channel><title>T</title></channel></rss>"#.utf8)
+        #expect(FeedEncoding.declaredEncoding(bytes) == nil)
+        let error = #expect(throws: DepotError.self) { try FeedParser.parse(Data(bytes), baseURL: forumFeedURL) }
+        #expect(error?.code == .decoding)
+    }
+}
