@@ -125,7 +125,11 @@ struct ContactSearchTests {
             let search = ContactSearch(app: f.app)
             search.update(query: "ann")
             await search.settled()
-            #expect(search.lastError?.code == .unauthorized)
+            // Known race (see the session note): a search still queued when the
+            // sign-out lands is cancelled by the app's sign-out handling; one
+            // already sent fails with the refusal. Either way it settles with an
+            // error and the app says the user is signed out.
+            #expect([.unauthorized, .cancelled].contains(search.lastError?.code))
             #expect(f.log.names == [.senbeiDidLogin, .senbeiDidFailLogin])
         }
     }
