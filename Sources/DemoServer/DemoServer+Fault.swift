@@ -51,6 +51,10 @@ extension DemoServer {
         case empty
         /// `count` bytes of filler: a body of known size, for pacing checks.
         case bytes(Int)
+        /// A JSON array of the numbers 1 to `count`, dated by `Last-Modified`
+        /// only (no `ETag`): a server that answers every `If-Modified-Since`
+        /// at or after its date with 304, whatever the parameters.
+        case lastModifiedOnly(count: Int)
         /// `{"message":"hello"}` (19 bytes of JSON): the smallest successful answer.
         case hello
         /// The request's headers as a JSON object of strings, names lower-cased.
@@ -87,6 +91,7 @@ extension DemoServer {
             case .wrongContentType: return "/faults/wrong-content-type"
             case .empty: return "/faults/empty"
             case .bytes(let count): return "/faults/bytes/\(count)"
+            case .lastModifiedOnly(let count): return "/faults/last-modified-only?count=\(count)"
             case .hello: return "/faults/hello"
             case .echoHeaders: return "/faults/echo/headers"
             case .echoBody: return "/faults/echo/body"

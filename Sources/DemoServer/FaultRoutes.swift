@@ -136,6 +136,18 @@ enum FaultRoutes {
             guard (0...(50 << 20)).contains(count) else { return text(.badRequest, "count must be 0...52428800") }
             return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(repeating: UInt8(ascii: "b"), count: count)))
         }
+        router.get("/faults/last-modified-only") { request, _ in
+            let count = min(max(request.uri.queryParameters.get("count", as: Int.self) ?? 10, 0), 10_000)
+            let modified = state.configuration.epoch
+            var headers: HTTPFields = [.lastModified: NerdfeedRoutes.httpDate(modified)]
+            if let since = request.headers[.ifModifiedSince], let date = NerdfeedRoutes.parseHTTPDate(since),
+               floor(modified.timeIntervalSince1970) <= date.timeIntervalSince1970 {
+                return Response(status: .notModified, headers: headers)
+            }
+            headers[.contentType] = "application/json"
+            let body = "[" + (0..<count).map { "\($0 + 1)" }.joined(separator: ",") + "]"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
+        }
         router.get("/faults/empty") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/json", .contentLength: "0"])
         }

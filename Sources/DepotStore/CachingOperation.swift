@@ -29,9 +29,13 @@ import GRDB
 /// }
 /// ```
 ///
-/// GET operations send conditional requests by default: the ledger's `ETag` and
-/// `Last-Modified` go out as `If-None-Match` and `If-Modified-Since`, and a 304
-/// leaves the data untouched, updates `lastSynced` and returns ``CacheUpdate/notModified``.
+/// GET operations send conditional requests by default: the `ETag` and
+/// `Last-Modified` of the last full response from the same URL go out as
+/// `If-None-Match` and `If-Modified-Since`, and a 304 leaves the data
+/// untouched, updates `lastSynced` and returns ``CacheUpdate/notModified``.
+/// Validators are kept per request URL, not per ``cacheKey``: a key fetched
+/// with other parameters (another limit, another page) sends no validator
+/// that belongs to a different response.
 ///
 /// To parse while writing (a streaming XML parser that inserts items as it meets
 /// them, say), let `Payload` be the `NetworkResponse` and parse inside `write`; a
@@ -49,6 +53,11 @@ public protocol CachingOperation: NetworkOperation where Output == CacheUpdate<W
     /// Whether to send `If-None-Match` / `If-Modified-Since` from the ledger.
     /// Default: `true` for GET.
     var sendsConditionalRequests: Bool { get }
+
+    /// Tags for the ledger entry, so that one ``CacheInvalidation/tag(_:)``
+    /// marks every resource that carries it stale (every page and bucket of
+    /// the tasks, say). Replaced by each successful sync. Default: none.
+    var cacheTags: Set<String> { get }
 
     /// Turns the response into a payload. Runs outside the database transaction.
     func parse(_ response: NetworkResponse, context: OperationContext) async throws -> Payload
@@ -90,6 +99,8 @@ extension CachingOperation {
 
     public var sendsConditionalRequests: Bool { request.method == .get }
 
+    public var cacheTags: Set<String> { [] }
+
     /// Accepts 304 Not Modified when the operation sends conditional requests,
     /// and otherwise validates like any operation.
     public func validate(_ response: NetworkResponse) throws {
@@ -99,13 +110,14 @@ extension CachingOperation {
         }
     }
 
-    /// Adds the ledger's validators to a conditional request.
+    /// Adds the validators of the last full response from this URL to a
+    /// conditional request.
     public func prepare(_ request: inout TransportRequest, context: OperationContext) async throws {
         guard sendsConditionalRequests, !request.headers.contains("If-None-Match"), !request.headers.contains("If-Modified-Since") else { return }
-        let key = cacheKey
-        guard let entry = try await context.requireStore(for: name).ledger.entry(for: key) else { return }
-        if let etag = entry.etag { request.headers["If-None-Match"] = etag }
-        if let lastModified = entry.lastModified { request.headers["If-Modified-Since"] = lastModified }
+        let url = SyncLedger.validatorKey(for: request.url)
+        guard let validators = try await context.requireStore(for: name).read({ db in try SyncLedger.validators(for: url, in: db) }) else { return }
+        if let etag = validators.etag { request.headers["If-None-Match"] = etag }
+        if let lastModified = validators.lastModified { request.headers["If-Modified-Since"] = lastModified }
     }
 
     /// Parses, then writes the payload and the ledger entry in one transaction.
@@ -116,16 +128,18 @@ extension CachingOperation {
     public func process(_ response: NetworkResponse, context: OperationContext) async throws -> CacheUpdate<Written> {
         let store = try context.requireStore(for: name)
         let key = cacheKey
+        // The URL the validators belong to: the one the request went to, before redirects.
+        let url = SyncLedger.validatorKey(for: context.requestURL ?? response.url)
         do {
             if response.status == 304 {
                 let now = store.currentDate()
                 let ownValidators = request.headers.contains("If-None-Match") || request.headers.contains("If-Modified-Since")
                 try await store.write { db in
                     // A 304 confirms what a conditional request named. Without validators
-                    // (a first sync, or after a reset) it confirms nothing, and marking the
-                    // key synced would show an empty cache as fresh.
-                    let entry = try SyncLedger.entry(for: key, in: db)
-                    guard ownValidators || entry?.etag != nil || entry?.lastModified != nil else {
+                    // for this URL (a first sync, another URL of the key, or after a
+                    // reset) it confirms nothing, and marking the key synced would show
+                    // an empty cache, or another response's rows, as fresh.
+                    guard try ownValidators || SyncLedger.validators(for: url, in: db) != nil else {
                         throw DepotError(.unexpectedStatus, operation: name, status: 304, detail: "304 Not Modified to a request without validators")
                     }
                     try SyncLedger.recordSuccess(for: key, at: now, validators: nil, in: db)
@@ -136,12 +150,14 @@ extension CachingOperation {
             let validators = Validators(response.headers)
             let now = store.currentDate()
             let mutationTypes = store.mutationTypes.withLock { $0 }
+            let tags = cacheTags
             let written = try await store.write { db in
                 let written = try self.write(payload, to: db)
                 // Pending writes stay on screen: their optimistic changes go
                 // on top of what the server sent, in the same transaction.
                 try OutboxTable.reapplyPending(db, types: mutationTypes)
-                try SyncLedger.recordSuccess(for: key, at: now, validators: validators, in: db)
+                try SyncLedger.recordSuccess(for: key, at: now, validators: validators, url: url, in: db)
+                try SyncLedger.setTags(tags, for: key, in: db)
                 return written
             }
             return .updated(written)

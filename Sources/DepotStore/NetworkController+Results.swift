@@ -22,7 +22,8 @@ public struct CachePolicy: Sendable, Hashable, CustomStringConvertible {
     let kind: Kind
 
     /// Show the cache; go to the network only if the last sync is older than
-    /// `maxAge` (or there never was one).
+    /// `maxAge`, there never was one, or the resource was invalidated since
+    /// (``SyncLedger/invalidate(_:)``).
     public static func cacheFirst(maxAge: Duration) -> CachePolicy { CachePolicy(kind: .cacheFirst(maxAge: maxAge)) }
     /// Show the cache at once, then refresh. The default.
     public static let cacheThenNetwork = CachePolicy(kind: .cacheThenNetwork)
@@ -41,15 +42,16 @@ public struct CachePolicy: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Whether a resource last synced at `lastSynced` should be refreshed at `now`.
-    func needsRefresh(lastSynced: Date?, now: Date) -> Bool {
+    /// Whether a resource last synced at `lastSynced`, and invalidated since
+    /// if `isStale`, should be refreshed at `now`.
+    func needsRefresh(lastSynced: Date?, isStale: Bool = false, now: Date) -> Bool {
         switch kind {
         case .cacheOnly:
             return false
         case .cacheThenNetwork, .networkOnly:
             return true
         case .cacheFirst(let maxAge):
-            guard let lastSynced else { return true }
+            guard let lastSynced, !isStale else { return true }
             let (seconds, attoseconds) = maxAge.components
             let age = now.timeIntervalSince(lastSynced)
             // A clock set back makes the age negative: trust the cache then, and
@@ -110,11 +112,11 @@ extension NetworkController {
         policy: CachePolicy
     ) throws(DepotError) -> ResultsController<Record> {
         let store = try requireStore()
-        let status = try SyncStatus(refreshing: operation, with: self)
+        let status = try SyncStatus(refreshing: operation, with: self, policy: policy)
         let results = try ResultsController(store: store, fetch: fetch, refresh: refresh, held: policy == .networkOnly)
         results.syncStatus = status
 
-        guard policy.needsRefresh(lastSynced: status.lastSynced, now: store.currentDate()) else { return results }
+        guard status.needsRefresh else { return results }
         if policy == .networkOnly {
             // Held until a sync succeeds: this refresh or any later one (a failed
             // first refresh must not hide the rows for good), and not a cancelled
@@ -131,7 +133,7 @@ extension NetworkController {
                 }
             }
         }
-        results.refreshTask = Task { @MainActor in await status.refresh() }
+        results.refreshTask = Task { @MainActor in await status.refresh(force: true) }
         return results
     }
 }

@@ -141,7 +141,7 @@ public final class Store: Sendable {
         // Usually everything is in place already: check with a read, so that
         // opening a warm cache (an app's cold start) takes no write transaction.
         let ready = try writer.read { db in
-            try db.tableExists(SyncLedger.tableName) && db.tableExists(OutboxTable.name) && migrator.hasCompletedMigrations(db)
+            try SyncLedger.isCurrent(db) && db.tableExists(OutboxTable.name) && migrator.hasCompletedMigrations(db)
         }
         guard !ready else { return }
         try writer.write { db in

@@ -33,9 +33,15 @@ public final class SyncStatus {
     public private(set) var lastSynced: Date?
     /// The last failure, cleared by the next success.
     public private(set) var lastError: SyncError?
+    /// Whether the resource was invalidated (``SyncLedger/invalidate(_:)``)
+    /// and has not synced since.
+    public private(set) var isStale = false
+    /// When a refresh goes to the network: ``refresh(force:)`` and
+    /// ``autoRefresh(every:onReconnect:)`` honour it.
+    public let policy: CachePolicy
 
-    /// The three values at once.
-    public var state: State { State(isSyncing: isSyncing, lastSynced: lastSynced, lastError: lastError) }
+    /// The values at once.
+    public var state: State { State(isSyncing: isSyncing, lastSynced: lastSynced, lastError: lastError, isStale: isStale) }
 
     /// A sync status at one moment.
     public struct State: Sendable, Hashable {
@@ -45,12 +51,15 @@ public final class SyncStatus {
         public var lastSynced: Date?
         /// The last failure, cleared by the next success.
         public var lastError: SyncError?
+        /// Whether the resource was invalidated and has not synced since.
+        public var isStale: Bool
 
         /// Makes a state (for previews and tests).
-        public init(isSyncing: Bool, lastSynced: Date?, lastError: SyncError?) {
+        public init(isSyncing: Bool, lastSynced: Date?, lastError: SyncError?, isStale: Bool = false) {
             self.isSyncing = isSyncing
             self.lastSynced = lastSynced
             self.lastError = lastError
+            self.isStale = isStale
         }
     }
 
@@ -64,19 +73,28 @@ public final class SyncStatus {
     @ObservationIgnored private var autoRefreshTask: Task<Void, Never>?
     @ObservationIgnored private var continuations: [UUID: AsyncStream<State>.Continuation] = [:]
     @ObservationIgnored private(set) var refreshCount = 0
+    /// The ledger's invalidation count last acted on.
+    @ObservationIgnored private var seenInvalidations = 0
+    /// An invalidation arrived while a refresh ran: refresh once more after it.
+    @ObservationIgnored private var refreshesAgain = false
 
     /// Makes a status for `operation` as run by `controller`.
     ///
     /// For example:
     ///
     /// ```swift
-    /// let status = try SyncStatus(refreshing: FetchTopSongs(), with: controller)
+    /// let status = try SyncStatus(refreshing: FetchTopSongs(), with: controller, policy: .cacheFirst(maxAge: .seconds(300)))
     /// await status.refresh()
     /// ```
-    public convenience init<Operation: CachingOperation>(refreshing operation: Operation, with controller: NetworkController) throws(DepotError) {
+    ///
+    /// - Parameters:
+    ///   - operation: The operation a refresh performs.
+    ///   - controller: The controller that performs it; its store holds the ledger.
+    ///   - policy: When a refresh goes to the network. Default: `.cacheThenNetwork`, always.
+    public convenience init<Operation: CachingOperation>(refreshing operation: Operation, with controller: NetworkController, policy: CachePolicy = .cacheThenNetwork) throws(DepotError) {
         let store = try controller.requireStore()
         let name = operation.name
-        self.init(key: operation.cacheKey, store: store, clock: controller.configuration.clock) { onWaiting async throws(DepotError) in
+        self.init(key: operation.cacheKey, store: store, clock: controller.configuration.clock, policy: policy) { onWaiting async throws(DepotError) in
             // Offline, a GET waits in the queue instead of failing: say so meanwhile.
             let events = controller.events
             let watcher = Task {
@@ -90,15 +108,26 @@ public final class SyncStatus {
         events = { controller.events }
     }
 
-    init(key: String, store: Store, clock: any Clock<Duration>, perform: @escaping @Sendable (_ onWaiting: @escaping @Sendable (DepotError) -> Void) async throws(DepotError) -> Void) {
+    init(key: String, store: Store, clock: any Clock<Duration>, policy: CachePolicy = .cacheThenNetwork, perform: @escaping @Sendable (_ onWaiting: @escaping @Sendable (DepotError) -> Void) async throws(DepotError) -> Void) {
         self.key = key
         self.store = store
         self.clock = clock
+        self.policy = policy
         self.perform = perform
         // Read synchronously: the first frame already says "last synced at T".
         let entry = try? store.writer.read { db in try SyncLedger.entry(for: key, in: db) }
+        // Invalidations from before this status existed show as `isStale`; the
+        // results' policy decides about those. Only later ones refresh by themselves.
+        seenInvalidations = entry?.invalidations ?? 0
         apply(entry)
         watchLedger()
+    }
+
+    /// Whether ``refresh(force:)`` would go to the network now: always,
+    /// unless the policy is `.cacheOnly`, or `.cacheFirst(maxAge:)` with a
+    /// sync younger than `maxAge` and no invalidation since.
+    public var needsRefresh: Bool {
+        policy.needsRefresh(lastSynced: lastSynced, isStale: isStale, now: store.currentDate())
     }
 
     isolated deinit {
@@ -109,15 +138,22 @@ public final class SyncStatus {
         for continuation in continuations.values { continuation.finish() }
     }
 
-    /// Refreshes now and returns when the refresh is over. A failure lands in
-    /// ``lastError``; it is not thrown. If a refresh is already running, this
-    /// waits for that one instead of starting another.
+    /// Refreshes as the ``policy`` says, and returns when the refresh is
+    /// over. A failure lands in ``lastError``; it is not thrown. If a refresh
+    /// is already running, this waits for that one instead of starting another.
+    ///
+    /// With `.cacheFirst(maxAge:)` a cache younger than `maxAge` that was not
+    /// invalidated is not fetched again (pass `force` for a pull-to-refresh,
+    /// where the user asked); `.cacheOnly` fetches only when forced.
     ///
     /// Offline, a GET refresh waits for the network (``Depot/OfflineBehavior``):
     /// ``isSyncing`` stays `true`, ``lastError`` says `.offline` at once, and
     /// the refresh completes when the network is back.
-    public func refresh() async {
+    ///
+    /// - Parameter force: Go to the network whatever the policy says.
+    public func refresh(force: Bool = false) async {
         if let running { return await running.value }
+        guard force || needsRefresh else { return }
         let task = Task { @MainActor in
             self.setSyncing(true)
             var failure: DepotError?
@@ -143,6 +179,12 @@ public final class SyncStatus {
             self.refreshCount += 1
             self.running = nil
             self.setSyncing(false)
+            if self.refreshesAgain {
+                // Invalidated while this refresh ran: what it fetched may be
+                // older than the change, so fetch once more.
+                self.refreshesAgain = false
+                Task { @MainActor in await self.refresh(force: true) }
+            }
         }
         running = task
         await task.value
@@ -151,7 +193,8 @@ public final class SyncStatus {
     /// Refreshes every `interval` on the controller's clock, and as soon as the
     /// network comes back after being offline, until the status is released or
     /// ``stopAutoRefresh()`` is called. The first timed refresh comes after one
-    /// interval.
+    /// interval. Each one honours the ``policy``: with `.cacheFirst(maxAge:)`,
+    /// a tick finds a young cache enough and fetches nothing.
     ///
     /// - Parameters:
     ///   - interval: Time between refreshes.
@@ -214,12 +257,30 @@ public final class SyncStatus {
     }
 
     private func apply(_ entry: SyncLedger.Entry?) {
+        if let entry, entry.invalidations > seenInvalidations {
+            seenInvalidations = entry.invalidations
+            refreshAfterInvalidation()
+        }
         let synced = entry?.lastSynced
         let error = entry?.lastError
-        guard synced != lastSynced || error != lastError else { return }
+        let stale = entry?.isStale ?? false
+        guard synced != lastSynced || error != lastError || stale != isStale else { return }
         lastSynced = synced
         lastError = error
+        isStale = stale
         publish()
+    }
+
+    /// The resource was invalidated while this status lives (its results are
+    /// on screen): refresh now, or after the refresh that is running. However
+    /// many invalidations arrive meanwhile, that is one refresh.
+    private func refreshAfterInvalidation() {
+        guard policy != .cacheOnly else { return }
+        if running != nil {
+            refreshesAgain = true
+        } else {
+            Task { @MainActor in await self.refresh(force: true) }
+        }
     }
 
     private func publish() {

@@ -100,8 +100,8 @@ public final class NerdfeedApp {
     /// so an unchanged chart costs a 304.
     public func refresh() async {
         guard !isOffline else { return }
-        async let feed: Void = feedStatus.refresh()
-        async let chart: Void = songsStatus.refresh()
+        async let feed: Void = feedStatus.refresh(force: true)
+        async let chart: Void = songsStatus.refresh(force: true)
         _ = await (feed, chart)
     }
 

@@ -42,6 +42,8 @@ public struct CreateContact: SenbeiMutation {
     public var localID: Int { payload.localID }
     /// `new contact "Zoe Quinn"`.
     public var summary: String { "new contact \"\(payload.name)\"" }
+    /// Every contact page (the new one shifts the rest) and the activity stream.
+    public var invalidates: [CacheInvalidation] { [.tag(EntityKind.contacts.rawValue), .key(FetchActivities().cacheKey)] }
     /// A lane of its own: a new record.
     public var lane: String { "senbei.contact.new\(payload.localID)" }
 

@@ -44,6 +44,8 @@ public struct CreateTask: SenbeiMutation {
     public var localID: Int { payload.localID }
     /// `new task "Call Ann"`.
     public var summary: String { "new task \"\(payload.name)\"" }
+    /// The task list (its buckets) and the activity stream.
+    public var invalidates: [CacheInvalidation] { [.tag("tasks"), .key(FetchActivities().cacheKey)] }
     /// A lane of its own: a new record.
     public var lane: String { "senbei.task.new\(payload.localID)" }
 
@@ -113,6 +115,8 @@ public struct MarkTaskDone: SenbeiMutation {
     public var localID: Int { payload.localID }
     /// `marking task #3 done`.
     public var summary: String { "marking task #\(payload.id) done" }
+    /// The task list (its buckets) and the activity stream.
+    public var invalidates: [CacheInvalidation] { [.tag("tasks"), .key(FetchActivities().cacheKey)] }
     /// The task's lane.
     public var lane: String { "senbei.task.\(payload.id)" }
 

@@ -83,6 +83,8 @@ public struct FetchList: CachingOperation {
 
     /// `senbei:<kind>:page=N:per_page=M`.
     public var cacheKey: String { "senbei:\(kind.rawValue):page=\(page):per_page=\(perPage)" }
+    /// The kind (`contacts`): a change that adds a record invalidates every page.
+    public var cacheTags: Set<String> { [kind.rawValue] }
     /// Data work, held until a sign-in succeeds.
     public var category: OperationCategory { .senbei }
     /// `.failFast`: someone waits for this answer; offline, ``SenbeiApp`` shows
@@ -235,6 +237,8 @@ public struct FetchTasks: CachingOperation {
     public var request: NetworkRequest { .get("tasks") }
     /// `senbei:tasks`.
     public var cacheKey: String { "senbei:tasks" }
+    /// `tasks`: what task changes invalidate.
+    public var cacheTags: Set<String> { ["tasks"] }
     /// Data work, held until a sign-in succeeds.
     public var category: OperationCategory { .senbei }
     /// `.failFast`: someone waits for this answer; offline, ``SenbeiApp`` shows

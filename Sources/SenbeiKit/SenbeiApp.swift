@@ -344,14 +344,17 @@ public final class SenbeiApp {
     // MARK: - Lists
 
     /// Page `page` of `kind`: from the cache when it was fetched less than
-    /// ``listMaxAge`` ago (by the controller's `currentDate`), otherwise from the
+    /// ``listMaxAge`` ago (by the controller's `currentDate`) and no accepted
+    /// change invalidated it since, otherwise from the
     /// server (posting `senbeiDidRetrieve<Kind>`). Either way read from the cache.
     ///
     /// - Parameter refresh: Ask the server even when the cache is fresh.
     public func loadPage(_ kind: EntityKind, page: Int = 1, refresh: Bool = false) async throws(DepotError) -> EntityPage {
         let operation = FetchList(kind, page: page)
-        var lastSynced = try await store.ledger.entry(for: operation.cacheKey)?.lastSynced
-        let fresh = !refresh && lastSynced.map { isFresh($0) } == true
+        let entry = try await store.ledger.entry(for: operation.cacheKey)
+        var lastSynced = entry?.lastSynced
+        // An accepted change that invalidated the list (a new contact) makes every page stale.
+        let fresh = !refresh && entry?.isStale != true && lastSynced.map { isFresh($0) } == true
         var source: EntityPage.Source = fresh ? .cache : .network
         if !fresh {
             (source, lastSynced) = try await fetch(operation, lastSynced: lastSynced)

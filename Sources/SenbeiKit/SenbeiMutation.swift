@@ -55,6 +55,9 @@ extension SenbeiMutation {
     /// Data work, held until a sign-in succeeds.
     public var category: OperationCategory { .senbei }
 
+    /// Every accepted change shows in the activity stream: its cached copy is stale.
+    public var invalidates: [CacheInvalidation] { [.key(FetchActivities().cacheKey)] }
+
     /// The name errors and notifications use: the type's (`CreateTask`).
     static var operationName: String { String(describing: Self.self) }
 

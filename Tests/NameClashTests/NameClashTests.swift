@@ -26,6 +26,7 @@ import Testing
     /// and DepotTesting, named unqualified.
     static let types: [String: Any.Type] = [
         "AsyncHTTPClientTransport": AsyncHTTPClientTransport.self,
+        "CacheInvalidation": CacheInvalidation.self,
         "CachePolicy": CachePolicy.self,
         "CacheUpdate": CacheUpdate<Int>.self,
         "CachingOperation": (any CachingOperation).Type.self,

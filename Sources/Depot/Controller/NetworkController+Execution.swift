@@ -31,7 +31,7 @@ extension NetworkController {
             case .response(let response, let transferSample, let sent):
                 // The usual case needs no interceptor: the retry policy passes every response.
                 guard configuration.authenticator != nil || !configuration.interceptors.isEmpty else {
-                    return await process(operation, name: name, response: response, sample: transferSample, attempt: attempt, environment: environment, logger: logger)
+                    return await process(operation, name: name, response: response, sent: sent.url, sample: transferSample, attempt: attempt, environment: environment, logger: logger)
                 }
                 intercepted = InterceptedAttempt(request: sent, outcome: .success(response), responseHeaders: response.headers, attempt: attempt, operationName: name)
                 sample = transferSample
@@ -53,7 +53,7 @@ extension NetworkController {
             case .proceed:
                 switch intercepted.outcome {
                 case .success(let response):
-                    return await process(operation, name: name, response: response, sample: sample, attempt: attempt, environment: environment, logger: logger)
+                    return await process(operation, name: name, response: response, sent: intercepted.request.url, sample: sample, attempt: attempt, environment: environment, logger: logger)
                 case .failure(let failure):
                     return JobResult(result: .failure(failure), status: failure.status, sample: sample)
                 }
@@ -202,13 +202,14 @@ extension NetworkController {
         _ operation: Operation,
         name: String,
         response: NetworkResponse,
+        sent: URL,
         sample: TransferSample?,
         attempt: Int,
         environment: JobEnvironment,
         logger: Logger
     ) async -> JobResult {
         let transfer = (response: response, sample: sample)
-        let context = OperationContext(ticket: environment.job, attempt: attempt, now: configuration.currentDate(), logger: logger, values: configuration.contextValues, operationName: name)
+        let context = OperationContext(ticket: environment.job, attempt: attempt, now: configuration.currentDate(), logger: logger, values: configuration.contextValues, operationName: name, requestURL: sent)
         do {
             try Task.checkCancellation()
             let output = try await operation.process(response, context: context)

@@ -54,19 +54,25 @@ public struct OperationContext: Sendable {
     private let operationName: String?
     /// The values configured on the controller.
     public let values: OperationContextValues
+    /// In `process`, the URL the request was sent to (after adapters and
+    /// `prepare`, before any redirect); `nil` in `prepare`, and in a context
+    /// made for a test unless it gives one. The response's own `url` is
+    /// where the last redirect led.
+    public let requestURL: URL?
 
     /// Makes a context; useful for calling `process` directly in a test.
-    public init(ticket: Ticket.ID = Ticket.ID(rawValue: 0), attempt: Int = 1, now: Date = Date(), logger: Logger = Logger(label: "depot"), values: OperationContextValues = OperationContextValues()) {
-        self.init(ticket: ticket, attempt: attempt, now: now, logger: logger, values: values, operationName: nil)
+    public init(ticket: Ticket.ID = Ticket.ID(rawValue: 0), attempt: Int = 1, now: Date = Date(), logger: Logger = Logger(label: "depot"), values: OperationContextValues = OperationContextValues(), requestURL: URL? = nil) {
+        self.init(ticket: ticket, attempt: attempt, now: now, logger: logger, values: values, operationName: nil, requestURL: requestURL)
     }
 
-    init(ticket: Ticket.ID, attempt: Int, now: Date, logger: Logger, values: OperationContextValues, operationName: String?) {
+    init(ticket: Ticket.ID, attempt: Int, now: Date, logger: Logger, values: OperationContextValues, operationName: String?, requestURL: URL? = nil) {
         self.ticket = ticket
         self.attempt = attempt
         self.now = now
         self.baseLogger = logger
         self.values = values
         self.operationName = operationName
+        self.requestURL = requestURL
     }
 
     /// The value for `key`.

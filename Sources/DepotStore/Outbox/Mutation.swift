@@ -94,6 +94,16 @@ public protocol Mutation: Sendable {
     /// Undoes the optimistic change after a permanent failure, in the
     /// transaction that removes the mutation from the outbox.
     func rollback(_ error: DepotError, _ db: Database) throws
+    /// The cached resources the server's answer makes stale (totals, other
+    /// pages, lists the change moves an item between): they are marked
+    /// stale in the commit's transaction, and the results on screen that
+    /// show them refresh at once (see ``SyncLedger/invalidate(_:)``). A
+    /// rollback invalidates nothing. Default: none.
+    ///
+    /// ```swift
+    /// var invalidates: [CacheInvalidation] { [.tag("tasks")] }
+    /// ```
+    var invalidates: [CacheInvalidation] { get }
 
     /// Whether an answer means that the server is still processing an earlier
     /// attempt with the same key, so the mutation is tried again later.
@@ -113,6 +123,7 @@ extension Mutation {
     public var priority: Priority { .high }
     public var category: OperationCategory { .default }
     public var timeout: Timeout { .default }
+    public var invalidates: [CacheInvalidation] { [] }
 
     public func isStillProcessing(_ response: NetworkResponse) -> Bool {
         response.status == 409 && response.text.localizedCaseInsensitiveContains("idempotency")

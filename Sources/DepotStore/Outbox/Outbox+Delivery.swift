@@ -167,6 +167,7 @@ extension Outbox {
             do {
                 try await queueWrite(pendingDelta: -1) { db in
                     try mutation.commit(response, db)
+                    try SyncLedger.invalidate(mutation.invalidates, in: db)
                     try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
                 }
             } catch {

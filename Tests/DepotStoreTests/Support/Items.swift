@@ -38,9 +38,11 @@ struct FetchItems: CachingOperation {
     var url: URL
     var key = "items"
     var timeout: Timeout = .default
+    var tags: Set<String> = []
 
     var request: NetworkRequest { .get(url) }
     var cacheKey: String { key }
+    var cacheTags: Set<String> { tags }
 
     func parse(_ response: NetworkResponse, context: OperationContext) async throws -> [Item] {
         try response.decode([Item].self)
