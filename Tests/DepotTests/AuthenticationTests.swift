@@ -144,6 +144,38 @@ import Testing
         }
     }
 
+    /// A sign-in while the old session's refresh is on the wire wins, however
+    /// that refresh ends: it neither signs the new session out nor replaces its token.
+    @Test(arguments: [true, false])
+    func aSignInDuringAnOldRefreshWins(oldRefreshIsRefused: Bool) async throws {
+        let gate = AsyncGate()
+        try await withSetup(refresher: { _ in
+            TokenRefresher { _, _ in
+                await gate.enterAndWait()
+                if oldRefreshIsRefused { throw DepotError(.unauthorized, status: 400, detail: "invalid_grant") }
+                return TokenCredential(accessToken: "from-the-old-session", refreshToken: "old")
+            }
+        }) { setup in
+            try await setup.signIn()
+            setup.serverClock.advance(by: .seconds(3601))
+
+            // Given a refused request whose refresh is under way
+            async let first = setup.controller.perform(ListContacts(page: 1))
+            await gate.waitUntilEntered()
+
+            // When the user signs in again meanwhile, and then the old refresh ends
+            try await setup.signIn()
+            let signedIn = try #require(await setup.authenticator.currentCredential())
+            gate.open()
+
+            // Then the request goes on with the new session's token, which stays
+            #expect(try await first.status == 200)
+            #expect(await setup.authenticator.currentCredential() == signedIn)
+            #expect(!setup.authenticator.isSignedOut)
+            #expect(setup.log.count(.signedOut) == 0)
+        }
+    }
+
     @Test func aTokenAboutToExpireIsRefreshedBeforeTheRequest() async throws {
         try await withSetup(refreshWindow: .seconds(60)) { setup in
             try await setup.signIn()

@@ -9,6 +9,15 @@ import Testing
         #expect(error.description == #"FetchTimeline failed: server answered 503 Service Unavailable (body: "maintenance")"#)
     }
 
+    /// The standard phrases, as RFC 9110 spells them (a type rename once reached two).
+    @Test func reasonPhrasesAreTheStandardOnes() {
+        #expect(HTTPStatus.reasonPhrase(400) == "Bad Request")
+        #expect(HTTPStatus.reasonPhrase(408) == "Request Timeout")
+        for status in 100...599 {
+            #expect(!HTTPStatus.reasonPhrase(status).contains("Network"), "\(status)")
+        }
+    }
+
     @Test func mapsStatusesByDefault() {
         #expect(DepotError.forStatus(401).code == .unauthorized)
         #expect(DepotError.forStatus(403).code == .unauthorized)

@@ -118,6 +118,9 @@ public final class TokenAuthenticator: Sendable {
         state.withLock { state in
             state.loaded = true
             state.credential = credential
+            // A refresh of the old session may still run: nobody joins it now,
+            // and its outcome no longer applies (see `performRefresh`).
+            state.refresh = nil
             state.generation += 1
         }
         try? await storage.save(credential)
@@ -133,14 +136,31 @@ public final class TokenAuthenticator: Sendable {
     /// Drops the credential and any refresh in one step (so no request can
     /// start another refresh with the refused token), then tells storage and controllers.
     private func signOut(reason: String) async {
-        state.withLock { state in
+        _ = await signOut(reason: reason, ifStill: nil)
+    }
+
+    /// Signs out unless a sign-in or sign-out since `generation` (when given)
+    /// made the question moot; then returns what the current credential
+    /// means for a waiting request instead.
+    private func signOut(reason: String, ifStill generation: Int?) async -> Result<TokenCredential, DepotError>? {
+        let superseded = state.withLock { state -> Result<TokenCredential, DepotError>? in
+            if let generation, state.generation != generation { return Self.outcome(of: state.credential) }
             state.loaded = true
             state.credential = nil
             state.refresh = nil
             state.generation += 1
+            return nil
         }
+        if let superseded { return superseded }
         try? await storage.delete()
         for controller in controllers() { controller.credentialsChanged(signedIn: false, reason: reason) }
+        return nil
+    }
+
+    /// What a request waiting for a refresh gets when the session changed under it.
+    private static func outcome(of credential: TokenCredential?) -> Result<TokenCredential, DepotError> {
+        guard let credential else { return .failure(DepotError(.unauthorized, detail: "signed out")) }
+        return .success(credential)
     }
 
     private func loadIfNeeded() async {
@@ -240,7 +260,8 @@ public final class TokenAuthenticator: Sendable {
                 return nil  // already renewed
             }
             state.refreshes += 1
-            let task = Task { await self.performRefresh(stale, context: context) }
+            let generation = state.generation
+            let task = Task { await self.performRefresh(stale, generation: generation, context: context) }
             state.refresh = task
             return task
         }
@@ -256,7 +277,12 @@ public final class TokenAuthenticator: Sendable {
     /// Runs the refresher and applies its outcome. A refusal (400 or 401 from
     /// the token endpoint, or no refresh token) signs out; any other failure
     /// keeps the credential and is handed to the waiting requests.
-    private func performRefresh(_ stale: TokenCredential, context: InterceptorContext) async -> Result<TokenCredential, DepotError> {
+    ///
+    /// A sign-in or sign-out while it ran (a new `generation`) wins: the
+    /// outcome belongs to the session that ended, so it neither replaces the
+    /// new credential nor signs the new session out, and the waiting requests
+    /// go on with whatever credential is current.
+    private func performRefresh(_ stale: TokenCredential, generation: Int, context: InterceptorContext) async -> Result<TokenCredential, DepotError> {
         let outcome: Result<TokenCredential, DepotError>
         if stale.refreshToken == nil {
             outcome = .failure(DepotError(.unauthorized, detail: "the token expired and there is no refresh token"))
@@ -269,17 +295,22 @@ public final class TokenAuthenticator: Sendable {
         }
         switch outcome {
         case .success(let fresh):
-            state.withLock { state in
+            let superseded = state.withLock { state -> Result<TokenCredential, DepotError>? in
+                guard state.generation == generation else { return Self.outcome(of: state.credential) }
                 state.credential = fresh
                 state.refresh = nil
+                return nil
             }
+            if let superseded { return superseded }
             try? await storage.save(fresh)
             return .success(fresh)
         case .failure(let error) where Self.isRefusal(error):
-            await signOut(reason: "the refresh was refused")
+            if let superseded = await signOut(reason: "the refresh was refused", ifStill: generation) { return superseded }
             return .failure(DepotError(.unauthorized, status: error.status, detail: "signed out: the refresh was refused", underlying: error))
         case .failure(let error):
-            state.withLock { $0.refresh = nil }
+            state.withLock { state in
+                if state.generation == generation { state.refresh = nil }
+            }
             return .failure(error)
         }
     }
