@@ -135,15 +135,17 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     ) throws(DepotError) -> (rows: [Record], later: AsyncThrowingStream<[Record], any Error>, stop: AnyDatabaseCancellable) {
         let (later, continuation) = AsyncThrowingStream<[Record], any Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let first = FirstValue<[Record]>()
+        let scheduler = FirstValueNowScheduler()
         let observation = ValueObservation.tracking(fetch).start(
             in: store.writer,
-            scheduling: FirstValueNowScheduler(),
+            scheduling: scheduler,
             onError: { error in
                 if !first.take(.failure(error)) { continuation.finish(throwing: error) }
             },
             onChange: { rows in
                 if !first.take(.success(rows)) { continuation.yield(rows) }
             })
+        scheduler.release()
         do {
             guard let rows = try first.result?.get() else {
                 throw DepotError(.storage, detail: "the observation started without a first value")
