@@ -107,9 +107,8 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         self.refresh = refresh
         self.snapshot = .empty
         if !held {
-            let observed = try Self.startObserving(store, fetch)
-            snapshot = refresh(observed.rows, .empty).0
-            consume(observed.later, stopping: observed.stop, from: snapshot)
+            snapshot = refresh(try Self.read(store, fetch), .empty).0
+            observe(from: snapshot)
         }
     }
 
@@ -119,56 +118,28 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         for subscriber in subscribers.values { subscriber.finish() }
     }
 
-    /// Fetches the rows now, on the caller's thread, and starts observing the
-    /// database from that fetch: the observation's own first fetch is this one.
-    ///
-    /// No commit is missed between the fetch and the start of observation:
-    /// GRDB's `ValueObservation` guarantees it (on a pool it compares the
-    /// fetch's WAL snapshot with the database once it has the writer, and
-    /// fetches again when they differ or cannot be compared, as on Linux).
-    ///
-    /// - Returns: The rows; every later fetch, newest only (commits that land
-    ///   while a change is computed or delivered collapse into the next one);
-    ///   and what stops the observation.
-    private static func startObserving(
-        _ store: Store, _ fetch: @escaping @Sendable (Database) throws -> [Record]
-    ) throws(DepotError) -> (rows: [Record], later: AsyncThrowingStream<[Record], any Error>, stop: AnyDatabaseCancellable) {
-        let (later, continuation) = AsyncThrowingStream<[Record], any Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let first = FirstValue<[Record]>()
-        let scheduler = FirstValueNowScheduler()
-        let observation = ValueObservation.tracking(fetch).start(
-            in: store.writer,
-            scheduling: scheduler,
-            onError: { error in
-                if !first.take(.failure(error)) { continuation.finish(throwing: error) }
-            },
-            onChange: { rows in
-                if !first.take(.success(rows)) { continuation.yield(rows) }
-            })
-        scheduler.release()
+    private static func read(_ store: Store, _ fetch: @Sendable (Database) throws -> [Record]) throws(DepotError) -> [Record] {
         do {
-            guard let rows = try first.result?.get() else {
-                throw DepotError(.storage, detail: "the observation started without a first value")
-            }
-            return (rows, later, observation)
+            return try store.writer.read(fetch)
         } catch {
-            observation.cancel()
             throw DepotError.storage(error, detail: "fetch failed")
         }
     }
 
-    /// Computes and delivers a change set for each fetch in `later`, the first
-    /// against `base`; stops `observation` when it ends.
-    private func consume(_ later: AsyncThrowingStream<[Record], any Error>, stopping observation: AnyDatabaseCancellable, from base: ResultsSnapshot<Record>) {
+    /// Starts watching the database, diffing against `base`.
+    func observe(from base: ResultsSnapshot<Record>) {
         observationTask?.cancel()
         observationGeneration += 1
         let generation = observationGeneration
+        let observation = ValueObservation.tracking(fetch)
+        let writer = store.writer
         let refresh = refresh
         observationTask = Task.detached(priority: .userInitiated) { [weak self] in
-            defer { observation.cancel() }
             var current = base
             do {
-                for try await rows in later {
+                // Newest-only buffering is the coalescing: commits that land while a
+                // change is computed or delivered collapse into the next fetch.
+                for try await rows in observation.values(in: writer, bufferingPolicy: .bufferingNewest(1)) {
                     let (next, changes) = refresh(rows, current)
                     guard !changes.isEmpty else { continue }
                     current = next
@@ -204,16 +175,16 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     ///
     /// It also reveals results that `.networkOnly` held back.
     public func performFetch() throws(DepotError) {
-        let observed: (rows: [Record], later: AsyncThrowingStream<[Record], any Error>, stop: AnyDatabaseCancellable)
+        let rows: [Record]
         do {
-            observed = try Self.startObserving(store, fetch)
+            rows = try Self.read(store, fetch)
         } catch {
             fail(error)
             throw error
         }
-        let (next, changes) = refresh(observed.rows, snapshot)
+        let (next, changes) = refresh(rows, snapshot)
         if !changes.isEmpty { deliver(next, changes: changes) }
-        consume(observed.later, stopping: observed.stop, from: next)
+        observe(from: next)
     }
 
     /// Shows the rows held back by `.networkOnly`, now that the network answered.
