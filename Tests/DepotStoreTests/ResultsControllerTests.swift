@@ -266,8 +266,9 @@ struct ResultsControllerTests {
     /// a commit that lands in between must still arrive as a change. The hook
     /// commits inside the first fetch, after its rows are read (its read
     /// transaction still open, so they cannot include the commit), before any
-    /// observer is installed. Skipping the observation's catch-up makes this
-    /// test hang until its time limit.
+    /// observer is installed. Dropping the observation's start-up fetches (its
+    /// first value and, on a pool without WAL snapshots, the writer's catch-up)
+    /// makes this test hang until its time limit.
     @Test(arguments: [false, true])
     func aCommitBetweenTheFirstFetchAndTheObservationIsNotMissed(viaPerformFetch: Bool) async throws {
         // Given a store on a file (a pool: the first fetch runs on a reader, the observer on the writer)

@@ -27,6 +27,7 @@ enum FirstRowsBench {
         var feed: String
         var isRead: Bool
         static let databaseTableName = "feedItem"
+        static var databaseSelection: [any SQLSelectable] { columns }
 
         init(row: GRDB.Row) {
             id = row["id"]
@@ -39,6 +40,27 @@ enum FirstRowsBench {
             isRead = row["isRead"]
         }
     }
+
+    /// The same row decoded by position into the C API's Swift values (the
+    /// date as its text): the like-for-like comparison.
+    struct PositionalItem: Sendable, Identifiable, Equatable, FetchableRecord, TableRecord {
+        var id: String
+        var link: String?
+        var title: String
+        var author: String?
+        var summary: String?
+        var published: String?
+        var feed: String
+        var isRead: Bool
+        static let databaseTableName = "feedItem"
+        static var databaseSelection: [any SQLSelectable] { columns }
+
+        init(row: GRDB.Row) {
+            (id, link, title, author, summary, published, feed, isRead) = (row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7])
+        }
+    }
+
+    static var columns: [any SQLSelectable] { ["id", "link", "title", "author", "summary", "published", "feed", "isRead"].map { Column($0) } }
 
     /// What the C API reads into: the same columns as Swift values (the date
     /// as its text: no parsing).
@@ -101,22 +123,13 @@ enum FirstRowsBench {
     /// Opens the store and makes the results controller; returns the two
     /// durations and the controller, still live.
     @MainActor
-    static func depot(_ path: String) throws -> (open: Double, results: Double, ResultsController<Item>, Store) {
+    static func depot<Record: FetchableRecord & TableRecord & Identifiable & Equatable & Sendable>(
+        _ type: Record.Type, _ path: String
+    ) throws -> (open: Double, results: Double, ResultsController<Record>, Store) where Record.ID: Sendable {
         let start = ContinuousClock.now
         let store = try Store(path: path, migrator: migrator, configuration: configuration)
-        var opened = ContinuousClock.now
-        if ProcessInfo.processInfo.environment["FIRSTROWS_SPLIT"] != nil {
-            let rows = try store.writer.read { db in try Item.filter(Column("feed") == feed).order(Column("published").desc, Column("title"), Column("id")).limit(1000).fetchAll(db) }
-            let fetched = ContinuousClock.now
-            let snapshot = ResultsSnapshot(rows: rows, sectionKey: nil)
-            let built = ContinuousClock.now
-            let again = try store.writer.read { db in try Item.filter(Column("feed") == feed).order(Column("published").desc, Column("title"), Column("id")).limit(1000).fetchAll(db) }
-            let refetched = ContinuousClock.now
-            splits.append([(fetched - opened).seconds, (built - fetched).seconds, (refetched - built).seconds])
-            precondition(snapshot.count == again.count)
-            opened = ContinuousClock.now
-        }
-        let results = try ResultsController(store: store, request: Item.filter(Column("feed") == feed).order(Column("published").desc, Column("title"), Column("id")).limit(1000))
+        let opened = ContinuousClock.now
+        let results = try ResultsController(store: store, request: Record.filter(Column("feed") == feed).order(Column("published").desc, Column("title"), Column("id")).limit(1000))
         let end = ContinuousClock.now
         guard results.fetchedObjects.count == 1000 else { fatalError("the results have \(results.fetchedObjects.count) rows") }
         return ((opened - start).seconds, (end - opened).seconds, results, store)
@@ -136,13 +149,11 @@ enum FirstRowsBench {
         return configuration
     }
 
-    @MainActor static var splits: [[Double]] = []
-
     /// GRDB alone: a pool and one read of the same rows into the same records.
     static func grdb(_ path: String) throws -> Double {
         let start = ContinuousClock.now
         let pool = try DatabasePool(path: path, configuration: configuration)
-        let items = try pool.read { db in try Item.fetchAll(db, sql: sql, arguments: [feed]) }
+        let items = try pool.read { db in try PositionalItem.fetchAll(db, sql: sql, arguments: [feed]) }
         let end = ContinuousClock.now
         guard items.count == 1000 else { fatalError("GRDB read \(items.count) rows") }
         try pool.close()
@@ -178,7 +189,7 @@ enum FirstRowsBench {
     /// Toggles one item's read flag and waits until `results` delivered it:
     /// the observation is live, and its start-up work is over before the next repetition.
     @MainActor
-    static func settle(_ results: ResultsController<Item>, _ store: Store) async throws {
+    static func settle<Record>(_ results: ResultsController<Record>, _ store: Store) async throws {
         var updates = results.updates().makeAsyncIterator()
         _ = await updates.next()
         try await store.write { db in try db.execute(sql: "UPDATE feedItem SET isRead = NOT isRead WHERE feed = ? AND id = 'post-1'", arguments: [feed]) }
@@ -188,15 +199,25 @@ enum FirstRowsBench {
     /// Measures `depot(path)`, then checks the observation is live and closes
     /// the store, as a process that exits does: the next open is a cold one again.
     @MainActor
-    static func depotSettled(_ path: String) async throws -> (open: Double, results: Double) {
+    static func depotSettled<Record: FetchableRecord & TableRecord & Identifiable & Equatable & Sendable>(
+        _ type: Record.Type, _ path: String
+    ) async throws -> (open: Double, results: Double, cpu: Double) where Record.ID: Sendable {
+        let cpuBefore = cpuSeconds()
         let (open, results, store): (Double, Double, Store)
         do {
-            let measured = try depot(path)
+            let measured = try depot(type, path)
             try await settle(measured.2, measured.3)
             (open, results, store) = (measured.0, measured.1, measured.3)
         }
         try closeWhenFree(store)
-        return (open, results)
+        return (open, results, cpuSeconds() - cpuBefore)
+    }
+
+    /// The process's user and system CPU time.
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
     /// Closes `store` once the observation that was released has let go of it.
@@ -216,39 +237,42 @@ enum FirstRowsBench {
         try makeCache(at: path)
         say("firstrows: 1,000 rows, \(repetitions) repetitions, load average \(loadAverage())")
 
-        var (depotTotal, depotOpen, depotResults, grdbTotal, rawTotal): ([Double], [Double], [Double], [Double], [Double]) = ([], [], [], [], [])
+        var named = Figures(), positional = Figures()
+        var (grdbTotal, rawTotal): ([Double], [Double]) = ([], [])
         for repetition in 0..<(repetitions + 10) {
-            // Three variants, in an order that rotates; the first ten rounds warm up.
-            var (open, results, g, r) = (0.0, 0.0, 0.0, 0.0)
-            for variant in 0..<3 {
-                switch (variant + repetition) % 3 {
-                case 0: (open, results) = try await depotSettled(path)
-                case 1: g = try grdb(path)
+            // Four variants, in a random order (a rotation would keep the same
+            // one before each, and what the previous one left moved the next);
+            // the first ten rounds warm up.
+            var (n, p, g, r) = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0, 0.0)
+            for variant in (0..<4).shuffled() {
+                switch variant {
+                case 0: n = try await depotSettled(Item.self, path)
+                case 1: p = try await depotSettled(PositionalItem.self, path)
+                case 2: g = try grdb(path)
                 default: r = raw(path)
                 }
             }
             guard repetition >= 10 else { continue }
-            depotOpen.append(open)
-            depotResults.append(results)
-            depotTotal.append(open + results)
+            named.add(n)
+            positional.add(p)
             grdbTotal.append(g)
             rawTotal.append(r)
         }
         func line(_ name: String, _ values: [Double]) -> String {
             String(format: "%@ median %.3f ms, p90 %.3f ms", name, percentile(values, 0.5) * 1e3, percentile(values, 0.9) * 1e3)
         }
-        say(line("  Store + ResultsController (first snapshot):", depotTotal))
-        say(line("    of which Store(path:migrator:):         ", depotOpen))
-        say(line("    of which ResultsController(...):        ", depotResults))
-        say(line("  GRDB alone (DatabasePool + read):         ", grdbTotal))
-        say(line("  SQLite C API (open + read):               ", rawTotal))
-        if !splits.isEmpty {
-            say(String(format: "  split: first fetch %.3f ms, snapshot %.3f ms, second fetch %.3f ms", percentile(splits.map { $0[0] }, 0.5) * 1e3, percentile(splits.map { $0[1] }, 0.5) * 1e3, percentile(splits.map { $0[2] }, 0.5) * 1e3))
+        say(line("  SQLite C API (open + read):                       ", rawTotal))
+        say(line("  GRDB alone (DatabasePool + read, by position):    ", grdbTotal))
+        for (name, figures) in [("records decoded by position (like the C API)", positional), ("records decoded by name, dates parsed (FeedItem)", named)] {
+            say("  Store + ResultsController, \(name):")
+            say(line("    first snapshot:                                 ", figures.total))
+            say(line("    of which Store(path:migrator:):                 ", figures.open))
+            say(line("    of which ResultsController(...):                ", figures.results))
+            let paired = zip(figures.total, rawTotal).map { $0 / $1 }
+            say(String(format: "    against the C API: %.2fx (medians), %.2fx (median of paired ratios), p90 %.2fx; CPU per repetition with its live-update check %.2f ms",
+                       percentile(figures.total, 0.5) / percentile(rawTotal, 0.5), percentile(paired, 0.5), percentile(paired, 0.9), percentile(figures.cpu, 0.5) * 1e3))
         }
-        let paired = zip(depotTotal, rawTotal).map { $0 / $1 }
-        say(String(format: "  Depot / C API: %.2fx (medians), %.2fx (median of paired ratios), p90 %.2fx; GRDB alone / C API %.2fx",
-                   percentile(depotTotal, 0.5) / percentile(rawTotal, 0.5), percentile(paired, 0.5), percentile(paired, 0.9),
-                   percentile(grdbTotal, 0.5) / percentile(rawTotal, 0.5)))
+        say(String(format: "  GRDB alone / C API: %.2fx", percentile(grdbTotal, 0.5) / percentile(rawTotal, 0.5)))
 
         guard let binaries else { return }
         try wholeProcess(binaries: binaries, trivialSwift: trivialSwift, folder: folder, repetitions: repetitions)
@@ -268,8 +292,7 @@ enum FirstRowsBench {
         if let trivialSwift { commands.append(("a trivial Swift program", trivialSwift, [])) }
         var times = Array(repeating: [Double](), count: commands.count)
         for repetition in 0..<(repetitions + 3) {
-            for offset in 0..<commands.count {
-                let index = (offset + repetition) % commands.count
+            for index in commands.indices.shuffled() {
                 let seconds = try NerdfeedBench.measure(commands[index].1, commands[index].2).seconds
                 if repetition >= 3 { times[index].append(seconds) }
             }
@@ -279,6 +302,16 @@ enum FirstRowsBench {
             say(String(format: "  %@: median %.2f ms, p90 %.2f ms", command.0, percentile(times[index], 0.5) * 1e3, percentile(times[index], 0.9) * 1e3))
         }
         say(String(format: "  nerdfeed / sqlite3: %.2fx", percentile(times[0], 0.5) / percentile(times[1], 0.5)))
+    }
+
+    struct Figures {
+        var open: [Double] = [], results: [Double] = [], total: [Double] = [], cpu: [Double] = []
+        mutating func add(_ figures: (open: Double, results: Double, cpu: Double)) {
+            open.append(figures.open)
+            results.append(figures.results)
+            total.append(figures.open + figures.results)
+            cpu.append(figures.cpu)
+        }
     }
 
     static func percentile(_ values: [Double], _ q: Double) -> Double {
