@@ -23,6 +23,7 @@ let package = Package(
                 .product(name: "DepotStore", package: "Depot"),
                 .product(name: "DepotTesting", package: "Depot"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -262,6 +262,40 @@ struct ResultsControllerTests {
         #expect(results.fetchedObjects.map(\.title) == ["one"])
     }
 
+    /// A results controller fetches its first rows and then starts observing:
+    /// a commit that lands in between must still arrive as a change. The hook
+    /// commits inside the first fetch, after its rows are read (its read
+    /// transaction still open, so they cannot include the commit), before any
+    /// observer is installed. Dropping the observation's start-up fetches (its
+    /// first value and, on a pool without WAL snapshots, the writer's catch-up)
+    /// makes this test hang until its time limit.
+    @Test(arguments: [false, true])
+    func aCommitBetweenTheFirstFetchAndTheObservationIsNotMissed(viaPerformFetch: Bool) async throws {
+        // Given a store on a file (a pool: the first fetch runs on a reader, the observer on the writer)
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try Store(path: folder.appending(path: "window.sqlite").path, migrator: Item.migrator)
+        try await store.write { db in for item in makeItems(3) { try item.insert(db) } }
+
+        // When a commit lands right after the first fetch
+        let fetches = Counter()
+        let results = try ResultsController<Item>(store: store, fetch: { db in
+            let rows = try Item.bySection.fetchAll(db)
+            fetches.increment()
+            if fetches.value == 1 {
+                try store.writer.write { db in try Item(id: 99, section: "s0", rank: 99, title: "in the window").insert(db) }
+            }
+            return rows
+        }, refresh: ResultsDiff.refresh(sectionKey: nil), held: viaPerformFetch)
+        if viaPerformFetch { try results.performFetch() }
+        #expect(results.fetchedObjects.count == 3, "the first rows were read before the commit")
+
+        // Then it arrives, with nothing else committed after it
+        for await update in results.updates() where update.snapshot.fetchedObjects.contains(where: { $0.id == 99 }) { break }
+        #expect(results.fetchedObjects.count == 4)
+        #expect(results.lastChanges?.inserted.count == 1)
+    }
+
     /// Commits `count` random edits one by one without giving up the calling
     /// thread (the main actor here), so no delivery can run in between.
     static func blockingEdits(_ count: Int, store: Store, seed: UInt64) throws {

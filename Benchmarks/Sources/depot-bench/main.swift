@@ -24,6 +24,8 @@ case "bigfeed":
     try await BigFeedBench.run(binaries: arguments.count > 1 ? arguments[1] : ".build/release", items: arguments.count > 2 ? Int(arguments[2]) ?? 1_000_000 : 1_000_000, repeats: arguments.count > 3 ? Int(arguments[3]) ?? 3 : 3)
 case "nerdfeed":
     try await NerdfeedBench.run(binaries: arguments.count > 1 ? arguments[1] : ".build/release", repeats: arguments.count > 2 ? Int(arguments[2]) ?? 3 : 3)
+case "firstrows":
+    try await FirstRowsBench.run(repetitions: arguments.count > 1 ? Int(arguments[1]) ?? 200 : 200, binaries: arguments.count > 2 ? arguments[2] : nil, trivialSwift: arguments.count > 3 ? arguments[3] : nil)
 case "overhead":
     try await OverheadBench.run(operations: arguments.count > 1 ? Int(arguments[1]) ?? 100_000 : 100_000)
 case "outbox":
@@ -37,6 +39,6 @@ case "soak":
     }
     exit(try await SoakBench.run(duration: duration, seed: seed) ? 0 : 1)
 default:
-    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | allocations [operations] | ingest [items] [repeats] | outbox [count] [rounds] | changesets [rows] [repeats] | conditions [trace folder] | nerdfeed [release bin folder] [repeats] | bigfeed [release bin folder] [items] [repeats] | soak [duration] [seed] | serve]")
+    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | allocations [operations] | ingest [items] [repeats] | outbox [count] [rounds] | changesets [rows] [repeats] | conditions [trace folder] | nerdfeed [release bin folder] [repeats] | firstrows [repetitions] [release bin folder] [trivial Swift program] | bigfeed [release bin folder] [items] [repeats] | soak [duration] [seed] | serve]")
     exit(2)
 }
