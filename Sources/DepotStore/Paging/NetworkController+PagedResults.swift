@@ -64,7 +64,7 @@ extension NetworkController {
         // The first page is due by the policy, or was never loaded (a list
         // whose first page another operation filled must start its paging).
         if policy != .cacheOnly, policy.needsRefresh(lastSynced: status.lastSynced, now: store.currentDate()) || paged.pageCount == 0 {
-            paged.initialLoad = Task { @MainActor [weak paged] in await paged?.refresh() }
+            paged.initialLoad = paged.startRefresh()
         }
         return paged
     }

@@ -96,3 +96,21 @@ public struct PageContents<ID: DatabaseValueConvertible & Hashable & Sendable>: 
         self.next = next
     }
 }
+
+extension PageableEndpoint {
+    /// The ids the loaded pages brought, as a subquery: filter a request
+    /// with it to show the paged list's rows only, not other cached rows of
+    /// the same table. Results that read it follow the paging state too.
+    ///
+    /// For example:
+    ///
+    /// ```swift
+    /// let pages = ItemPages()
+    /// let items = try controller.pagedResults(
+    ///     for: Item.filter(pages.loadedIDs.contains(Column("id"))).order(Column("rank")),
+    ///     pages: pages)
+    /// ```
+    public var loadedIDs: SQLRequest<ItemID> {
+        SQLRequest(sql: "SELECT item_id FROM \(PagingTable.items) WHERE paging_key = ?", arguments: [pagingKey])
+    }
+}

@@ -143,13 +143,35 @@ public final class PagedResults<Record: FetchableRecord & Identifiable & Equatab
     /// page alone (rows that only later pages brought are removed) and
     /// paging goes on from there. A call while a refresh runs waits for it.
     public func refresh() async {
-        if let refreshTask { return await refreshTask.value }
+        await startRefresh().value
+    }
+
+    /// Returns when the first page that making the results started (by
+    /// their policy) has landed or failed; at once when none was started.
+    ///
+    /// For example, a command-line tool that prints the list once:
+    ///
+    /// ```swift
+    /// let items = try controller.pagedResults(for: Item.order(Column("rank")), pages: ItemPages())
+    /// await items.waitForInitialLoad()
+    /// try items.results.performFetch()
+    /// print(items.fetchedObjects)
+    /// ```
+    public func waitForInitialLoad() async {
+        await initialLoad?.value
+    }
+
+    /// Starts a refresh, or returns the one running: synchronously, so a
+    /// refresh asked for right after this call joins it.
+    @discardableResult
+    func startRefresh() -> Task<Void, Never> {
+        if let refreshTask { return refreshTask }
         let task = Task { @MainActor in
             await self.run(index: 0, position: self.firstPage)
             self.refreshTask = nil
         }
         refreshTask = task
-        await task.value
+        return task
     }
 
     // MARK: - Private
