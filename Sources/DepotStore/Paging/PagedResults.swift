@@ -95,7 +95,14 @@ public final class PagedResults<Record: FetchableRecord & Identifiable & Equatab
             } catch {
                 throw DepotError.wrap(error, operation: nil, fallback: .invalidPage).withDetail("the endpoint cannot make the page at \(position)")
             }
-            _ = try await controller.perform(PageFetch(endpoint: endpoint, page: page, position: position, index: index))
+            do throws(DepotError) {
+                _ = try await controller.perform(PageFetch(endpoint: endpoint, page: page, position: position, index: index))
+            } catch {
+                // As a sync status does: a failure that never reached `process`
+                // (offline, say) is in the ledger too, so the page's status says so.
+                if error.code != .cancelled { await store.ledger.recordFailure(error, for: page.cacheKey) }
+                throw error
+            }
         }
         // Read at once: the first frame already knows how far the list got.
         let key = pagingKey
