@@ -157,6 +157,8 @@ public final class TimelineApp {
     /// ``requestMissingAvatars()`` may ask for avatars.
     public func refresh() async {
         await pages.refresh()
+        // The status shares the newest page's ledger key: it says how that went now.
+        await status.reload()
         firstRefreshEnded = true
     }
 

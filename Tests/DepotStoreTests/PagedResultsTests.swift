@@ -16,8 +16,9 @@ import Testing
             let store = try setup.store()
             let controller = setup.controller(server.baseURL, store: store)
             try await body(server, setup, store, controller)
+            // The store is not closed: the results' observations may still be
+            // winding down, and the folder goes with its open file all the same.
             _ = await controller.shutdown(grace: .zero)
-            try store.close()
         }
     }
 
@@ -114,7 +115,8 @@ import Testing
                 await paged.loadNextPage()
                 #expect(paged.pageCount == 2)
                 _ = await controller.shutdown(grace: .zero)
-                try store.close()
+                // Left open, as a launch that is still running: the next one opens the file beside it.
+                _ = store
             }
             // When the app starts again with no network (connection refused)
             let store = try setup.store()
@@ -130,7 +132,6 @@ import Testing
             #expect(paged.hasMore && paged.pageCount == 2 && !paged.isLoadingPage)
             #expect(try shown(paged) == Array((26...45).reversed()))
             _ = await controller.shutdown(grace: .zero)
-            try store.close()
         }
     }
 

@@ -210,6 +210,8 @@ public final class PagedResults<Record: FetchableRecord & Identifiable & Equatab
             }
         }
         if let state = readState() { apply(state) }
+        // The first page's status shows this load's outcome as soon as this returns.
+        if index == 0 { await results.syncStatus?.reload() }
         loads -= 1
         isLoadingPage = loads > 0
     }
