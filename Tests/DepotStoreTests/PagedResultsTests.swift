@@ -15,7 +15,14 @@ import Testing
             let setup = PagingSetup(folder: folder)
             let store = try setup.store()
             let controller = setup.controller(server.baseURL, store: store)
-            try await body(server, setup, store, controller)
+            // Shut down on failure too: a controller left with keep-alive
+            // connections would hold the server's graceful stop forever.
+            do {
+                try await body(server, setup, store, controller)
+            } catch {
+                _ = await controller.shutdown(grace: .zero)
+                throw error
+            }
             // The store is not closed: the results' observations may still be
             // winding down, and the folder goes with its open file all the same.
             _ = await controller.shutdown(grace: .zero)
@@ -110,7 +117,13 @@ import Testing
             do {
                 let store = try setup.store()
                 let controller = setup.controller(server.baseURL, store: store)
-                let paged = try controller.pagedResults(for: PagedItem.newestFirst, pages: PagedItemsEndpoint(shape: .beforeID, limit: 10))
+                let paged: PagedResults<PagedItem>
+                do {
+                    paged = try controller.pagedResults(for: PagedItem.newestFirst, pages: PagedItemsEndpoint(shape: .beforeID, limit: 10))
+                } catch {
+                    _ = await controller.shutdown(grace: .zero)
+                    throw error
+                }
                 await paged.waitForInitialLoad()
                 await paged.loadNextPage()
                 #expect(paged.pageCount == 2)
