@@ -56,6 +56,7 @@ public final class DemoServer: Sendable {
         FaultRoutes.add(to: router, state: state)
         SenbeiRoutes.add(to: router, state: state)
         TimelineRoutes.add(to: router, state: state)
+        PagingRoutes.add(to: router, state: state)
 
         let echoRouter = Router(context: DemoRequestContext.self)
         EchoRoutes.add(to: echoRouter, state: state)

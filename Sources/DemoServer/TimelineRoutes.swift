@@ -5,7 +5,8 @@ import Hummingbird
 import NIOCore
 import Synchronization
 
-/// The Twitter-like routes of the Timeline example: the timeline, posting with
+/// The Twitter-like routes of the Timeline example: the timeline (newest
+/// first; `since=ID` for newer posts, `before=ID` for older ones, `limit=N`), posting with
 /// an Idempotency-Key (``IdempotencyKeys``), and PNG avatars.
 enum TimelineRoutes {
     struct Post: Codable, Sendable, Hashable {
@@ -28,8 +29,10 @@ enum TimelineRoutes {
 
         router.get("/timeline") { request, _ in
             let since = request.uri.queryParameters.get("since", as: Int.self) ?? 0
+            // Older posts: those before an id the client has (the last of its oldest page).
+            let before = request.uri.queryParameters.get("before", as: Int.self) ?? Int.max
             let limit = max(1, min(request.uri.queryParameters.get("limit", as: Int.self) ?? 50, 200))
-            let posts = stored.withLock { Array($0.filter { $0.id > since }.sorted { $0.id > $1.id }.prefix(limit)) }
+            let posts = stored.withLock { Array($0.filter { $0.id > since && $0.id < before }.sorted { $0.id > $1.id }.prefix(limit)) }
             return try SenbeiRoutes.json(posts)
         }
 

@@ -141,12 +141,13 @@ public final class Store: Sendable {
         // Usually everything is in place already: check with a read, so that
         // opening a warm cache (an app's cold start) takes no write transaction.
         let ready = try writer.read { db in
-            try SyncLedger.isCurrent(db) && db.tableExists(OutboxTable.name) && migrator.hasCompletedMigrations(db)
+            try SyncLedger.isCurrent(db) && db.tableExists(OutboxTable.name) && PagingTable.exists(db) && migrator.hasCompletedMigrations(db)
         }
         guard !ready else { return }
         try writer.write { db in
             try SyncLedger.createTable(db)
             try OutboxTable.create(db)
+            try PagingTable.create(db)
         }
         try migrator.migrate(writer)
         // The check above ran on a pool reader, which keeps the schema it read:

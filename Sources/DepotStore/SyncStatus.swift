@@ -227,6 +227,25 @@ public final class SyncStatus {
         }
     }
 
+    /// Reads the ledger now and shows what it says. Observation brings every
+    /// ledger change shortly anyway; call this when something else wrote this
+    /// key (a paged list's first page, say) and the next line must see it.
+    ///
+    /// For example:
+    ///
+    /// ```swift
+    /// await timeline.refresh()      // a PagedResults whose first page has this key
+    /// await status.reload()
+    /// print(status.state.lastError ?? "synced")
+    /// ```
+    public func reload() async {
+        do {
+            apply(try await store.ledger.entry(for: key))
+        } catch {
+            // The store is closed: keep the last known state.
+        }
+    }
+
     /// Stops ``autoRefresh(every:onReconnect:)``.
     public func stopAutoRefresh() {
         autoRefreshTask?.cancel()

@@ -26,6 +26,23 @@ public enum SenbeiPresentation {
         return lines
     }
 
+    /// A list loaded page by page (`senbei contacts --more`): a heading with
+    /// how far it got and what comes next, then every row.
+    public static func scrollLines(_ kind: EntityKind, rows: [Entity], pageCount: Int, hasMore: Bool, error: DepotError?) -> [String] {
+        var heading = "\(kind.rawValue.capitalized) · \(rows.count) shown, \(pageCount) \(pageCount == 1 ? "page" : "pages") loaded"
+        if let error, [.offline, .connectionLost, .timedOut].contains(error.code) {
+            heading += hasMore ? " · offline — more on the server, not loaded" : " · offline — that is all"
+        } else if let error {
+            heading += " · more not loaded: \(error)"
+        } else {
+            heading += hasMore ? " · more on the server: senbei \(kind.rawValue) --more" : " · that is all"
+        }
+        var lines = [heading]
+        lines += rows.map { "  " + entityLine($0) }
+        if rows.isEmpty { lines.append("  (nothing loaded yet)") }
+        return lines
+    }
+
     /// What a list shown from the cache says when the server could not be asked:
     /// `offline — showing cached data from 14:02 (1 h ago)`.
     public static func offlineNote(lastSynced: Date?, now: Date) -> String {

@@ -78,9 +78,15 @@ public final class TimelineApp {
     /// Where posts wait until the server has them: in the cache file, so
     /// they survive quitting and crashes.
     public let outbox: Outbox
-    /// The timeline, newest first, each post with its avatar's state.
+    /// The timeline, newest first, each post with its avatar's state: the
+    /// rows of ``pages``.
     public let entries: ResultsController<TimelineEntry>
-    /// Whether the timeline is syncing, when it last synced, and its last error.
+    /// The timeline as a paged list: ``refresh()`` loads the newest page,
+    /// ``loadOlderPosts()`` the page before the oldest post on screen.
+    public let pages: PagedResults<TimelineEntry>
+    /// Whether the timeline is syncing, when it last synced, and its last
+    /// error. Its automatic refreshes merge the newest posts without
+    /// dropping the older pages loaded.
     public let status: SyncStatus
     /// The author of posts made here.
     public let author: String
@@ -107,8 +113,9 @@ public final class TimelineApp {
     ///   - waitsForNetwork: Whether a refresh and the outbox wait out an
     ///     offline spell (the default), or fail at once and leave posts
     ///     queued, for one-shot runs.
+    ///   - pageSize: How many posts the newest page and each older page hold.
     /// - Throws: `.storage` if no store is configured or the first fetch from it fails.
-    public init(controller: NetworkController, author: String = "you", autoRefresh: Duration? = nil, waitsForNetwork: Bool = true) throws(DepotError) {
+    public init(controller: NetworkController, author: String = "you", autoRefresh: Duration? = nil, waitsForNetwork: Bool = true, pageSize: Int = TimelinePages.defaultLimit) throws(DepotError) {
         guard let store = controller.store else {
             throw DepotError(.storage, detail: "TimelineApp needs a store: set NetworkController.Configuration.store")
         }
@@ -116,11 +123,16 @@ public final class TimelineApp {
         self.store = store
         self.author = author
         outbox = Outbox(store: store, controller: controller, types: [CreatePost.self], waitsForNetwork: waitsForNetwork)
-        entries = try controller.results(for: TimelineEntry.newestFirst(), refreshing: FetchTimeline(offlineBehavior: waitsForNetwork ? .waitForConnectivity : .failFast), policy: .cacheThenNetwork)
-        guard let status = entries.syncStatus else {
-            throw DepotError(.storage, detail: "results came without a sync status")
-        }
-        self.status = status
+        let offlineBehavior: OfflineBehavior = waitsForNetwork ? .waitForConnectivity : .failFast
+        // Every cached post, however many pages brought them; the newest page
+        // loads at once (a refresh asked for meanwhile joins it).
+        pages = try controller.pagedResults(
+            for: TimelineEntry.newestFirst(limit: .max),
+            pages: TimelinePages(limit: pageSize, offlineBehavior: offlineBehavior),
+            policy: .cacheThenNetwork)
+        entries = pages.results
+        // The same ledger key as the newest page: one "last synced" for both.
+        status = try SyncStatus(refreshing: FetchTimeline(limit: pageSize, offlineBehavior: offlineBehavior), with: controller)
         activity = controller.activity
         if let autoRefresh { status.autoRefresh(every: autoRefresh) }
         follow()
@@ -129,7 +141,7 @@ public final class TimelineApp {
         // Posts an earlier run left go out (at very high priority, ahead of the refresh).
         followers.append(Task { [outbox] in try? await outbox.start() })
         followers.append(Task { [weak self] in
-            await self?.status.refresh()
+            await self?.pages.waitForInitialLoad()
             self?.firstRefreshEnded = true
             self?.requestMissingAvatars()
         })
@@ -139,11 +151,22 @@ public final class TimelineApp {
         followers.forEach { $0.cancel() }
     }
 
-    /// Refreshes the timeline; a refresh already running is joined. Once it
-    /// has ended, ``requestMissingAvatars()`` may ask for avatars.
+    /// Refreshes the timeline: the newest page again, and the older pages
+    /// go once it lands (see ``DepotStore/PagedResults/refresh()``); a
+    /// refresh already running is joined. Once it has ended,
+    /// ``requestMissingAvatars()`` may ask for avatars.
     public func refresh() async {
-        await status.refresh()
+        await pages.refresh()
+        // The status shares the newest page's ledger key: it says how that went now.
+        await status.reload()
         firstRefreshEnded = true
+    }
+
+    /// Loads the page of posts older than the oldest on screen, if the
+    /// server has more; a failure (offline, say) is in the pages'
+    /// ``DepotStore/PagedResults/pageError``.
+    public func loadOlderPosts() async {
+        await pages.loadNextPage()
     }
 
     /// Posts `text` through the outbox. Returns once the post is stored (with

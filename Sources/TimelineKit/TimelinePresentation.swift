@@ -53,7 +53,18 @@ public enum TimelinePresentation {
         if entries.isEmpty { lines.append("(no posts)") }
         let avatars = entries.filter(\.hasAvatar).count
         lines.append("-- \(app.status.state.summary(now: now, quality: estimate.quality)) · avatars \(avatars)/\(entries.count)")
+        if let paging = pagingLine(app.pages) { lines.append("-- \(paging)") }
         return lines
+    }
+
+    /// Where paging stands, when there is something to say: "older posts on
+    /// the server", or that the server's pages made no sense (a network
+    /// failure is the sync status line's to tell).
+    @MainActor
+    public static func pagingLine(_ pages: PagedResults<TimelineEntry>) -> String? {
+        if let error = pages.pageError, error.code == .invalidPage { return "older posts stopped: \(error)" }
+        guard pages.hasMore, pages.pageCount > 0 else { return nil }
+        return "older posts on the server (\(pages.pageCount) \(pages.pageCount == 1 ? "page" : "pages") loaded)"
     }
 
     /// What quitting did: each post of the session, then the controller's shutdown report.

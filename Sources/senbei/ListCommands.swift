@@ -20,6 +20,50 @@ extension CommandConfiguration {
     }
 }
 
+/// The contacts and leads lists also scroll: `--more` shows every page
+/// loaded so far and loads the next, from where the last run stopped.
+protocol ScrollingListSubcommand: ListSubcommand {
+    var more: Bool { get }
+}
+
+extension ScrollingListSubcommand {
+    @MainActor
+    func scroll() async throws {
+        guard more else { return try await list() }
+        try await Session.run(options) { session in
+            // Pages are data work, held until a sign-in; with no server to
+            // ask, the pages loaded before are shown as they are.
+            var unreachable: DepotError?
+            do {
+                _ = try await session.withLogin { try await session.app.login() }
+            } catch let error as DepotError where [.offline, .connectionLost, .timedOut].contains(error.code) {
+                unreachable = error
+            }
+            let list = try session.app.pagedList(Self.kind, policy: .cacheOnly)
+            if unreachable == nil {
+                if refresh || list.pageCount == 0 { await list.refresh() } else { await list.loadNextPage() }
+            }
+            try list.results.performFetch()
+            if let error = list.pageError, error.code == .unauthorized { throw error }
+            session.print(SenbeiPresentation.scrollLines(Self.kind, rows: list.fetchedObjects, pageCount: list.pageCount, hasMore: list.hasMore, error: unreachable ?? list.pageError))
+        }
+    }
+}
+
+extension CommandConfiguration {
+    /// The configuration of the contacts or leads subcommand, which also scrolls.
+    static func scrollingList(_ kind: EntityKind) -> CommandConfiguration {
+        CommandConfiguration(
+            commandName: kind.rawValue,
+            abstract: "List \(kind.rawValue), a page at a time (from the cache when it is younger than five minutes), or as one growing list with --more.",
+            discussion: """
+                senbei \(kind.rawValue) --more shows the \(kind.rawValue) loaded so far as one list and loads the next page; \
+                run it again to load more, add --refresh to start again from page 1. The pages loaded stay in the cache: \
+                offline, --more shows them and says more are on the server.
+                """)
+    }
+}
+
 extension ListSubcommand {
     @MainActor
     func list() async throws {
@@ -42,22 +86,24 @@ struct AccountsCommand: ListSubcommand {
     @MainActor func run() async throws { try await list() }
 }
 
-struct ContactsCommand: ListSubcommand {
+struct ContactsCommand: ScrollingListSubcommand {
     static let kind = EntityKind.contacts
-    static let configuration = CommandConfiguration.list(.contacts)
+    static let configuration = CommandConfiguration.scrollingList(.contacts)
     @OptionGroup var options: ServerOptions
     @Option(parsing: .unconditional, help: "The page, from 1.") var page = 1
-    @Flag(help: "Ask the server even when the cache is fresh.") var refresh = false
-    @MainActor func run() async throws { try await list() }
+    @Flag(help: "Ask the server even when the cache is fresh; with --more, start again from page 1.") var refresh = false
+    @Flag(help: "Load more: show every page loaded so far and the next one (a later run goes on from there).") var more = false
+    @MainActor func run() async throws { try await scroll() }
 }
 
-struct LeadsCommand: ListSubcommand {
+struct LeadsCommand: ScrollingListSubcommand {
     static let kind = EntityKind.leads
-    static let configuration = CommandConfiguration.list(.leads)
+    static let configuration = CommandConfiguration.scrollingList(.leads)
     @OptionGroup var options: ServerOptions
     @Option(parsing: .unconditional, help: "The page, from 1.") var page = 1
-    @Flag(help: "Ask the server even when the cache is fresh.") var refresh = false
-    @MainActor func run() async throws { try await list() }
+    @Flag(help: "Ask the server even when the cache is fresh; with --more, start again from page 1.") var refresh = false
+    @Flag(help: "Load more: show every page loaded so far and the next one (a later run goes on from there).") var more = false
+    @MainActor func run() async throws { try await scroll() }
 }
 
 struct OpportunitiesCommand: ListSubcommand {

@@ -21,7 +21,8 @@ struct SenbeiCommand: AsyncParsableCommand {
             the embedded server forgets changes when senbei exits. It signs in at the server's /oauth/token \
             with the user name and password, and sends the bearer token it gets (kept in memory only, \
             renewed before it expires). Lists come from the cache while it is \
-            younger than five minutes. Changes (new-task, done, comment, uncomment, new-contact) are stored \
+            younger than five minutes; senbei contacts --more (and leads --more) shows one growing list instead, \
+            a page more each run, from where the last run stopped. Changes (new-task, done, comment, uncomment, new-contact) are stored \
             in the cache's outbox first: offline they show in the lists, marked, and go out on a later run \
             (senbei outbox lists them). With no subcommand, it opens the interactive contact search.
             """,

@@ -19,7 +19,9 @@ struct TimelineCommand: AsyncParsableCommand {
         abstract: "Posts and avatars under a bad network: the MVC-N talk's timeline app, built on Depot.",
         discussion: """
             With no --server, it starts the embedded depot-server on 127.0.0.1 and shapes its link with --link.
-            Keys in the interactive view: r refresh, p write a post (⏎ sends, esc cancels), j/k scroll, q quit.
+            Keys in the interactive view: r refresh (the newest page again), p write a post (⏎ sends, esc cancels), \
+            j/k scroll, m load older posts (scrolling past the end does too), q quit. The pages loaded are kept in \
+            the cache: a later run, offline too, shows them and goes on from the oldest.
             """)
 
     @Option(help: "The link to simulate: fast, 3g, edge, offline, or KBPS,RTTMS such as 300,250 (default: fast).")
@@ -49,6 +51,12 @@ struct TimelineCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Seconds between automatic refreshes in the interactive view.")
     var refreshInterval = 30
 
+    @Option(parsing: .unconditional, help: "Posts per page: the newest page, and each page of older posts.")
+    var pageSize = TimelinePages.defaultLimit
+
+    @Option(parsing: .unconditional, help: "With --once: load this many pages of older posts after the newest, then print.")
+    var older = 0
+
     @Option(parsing: .unconditional, help: "Avatar size in bytes on the embedded server.")
     var avatarBytes = 20_000
 
@@ -56,6 +64,8 @@ struct TimelineCommand: AsyncParsableCommand {
         guard refreshInterval >= 1 else { throw ValidationError("--refresh-interval must be at least 1 second") }
         guard grace.isFinite, (0...3_600).contains(grace) else { throw ValidationError("--grace must be between 0 and 3600 seconds") }
         guard (100...10_000_000).contains(avatarBytes) else { throw ValidationError("--avatar-bytes must be between 100 and 10000000") }
+        guard (1...200).contains(pageSize) else { throw ValidationError("--page-size must be between 1 and 200") }
+        guard (0...1_000).contains(older) else { throw ValidationError("--older must be between 0 and 1000") }
         if let post, post.count > 1_000 { throw ValidationError("--post is too long (the server takes up to 280 characters)") }
     }
 
@@ -102,7 +112,7 @@ struct TimelineCommand: AsyncParsableCommand {
         }
 
         let interactive = post == nil && !once && Terminal.isInteractive
-        let app = try TimelineApp(controller: controller, author: author, autoRefresh: interactive ? .seconds(refreshInterval) : nil, waitsForNetwork: interactive)
+        let app = try TimelineApp(controller: controller, author: author, autoRefresh: interactive ? .seconds(refreshInterval) : nil, waitsForNetwork: interactive, pageSize: pageSize)
         var output: [String] = []
         var failure: (any Error)?
         var stillQueued = 0
@@ -119,6 +129,9 @@ struct TimelineCommand: AsyncParsableCommand {
                 // Posts from earlier runs go first, in order.
                 stillQueued = await app.sendPending()
                 await app.refresh()
+                for _ in 0..<older where app.pages.hasMore && app.pages.pageError == nil {
+                    await app.loadOlderPosts()
+                }
                 try app.entries.performFetch()
                 if controller.quality != .offline {
                     // Offline, avatar GETs would wait for the network: a one-shot run shows what is cached.

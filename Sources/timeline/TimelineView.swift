@@ -2,6 +2,7 @@ import Depot
 import DepotStore
 import ExampleSupport
 import Foundation
+import Observation
 import SyncStatusText
 import TextLayout
 import TimelineKit
@@ -35,11 +36,21 @@ final class TimelineView {
         let keys = terminal.keys()
         let updates = app.entries.updates()
         let status = app.status.updates()
+        let pages = app.pages
         let controllerEvents = app.controller.events
         let feeders = [
             Task { for await key in keys { sink.yield(.key(key)) }; sink.yield(.ended) },
             Task { for await _ in updates { sink.yield(.changed) } },
             Task { for await _ in status { sink.yield(.changed) } },
+            Task { @MainActor in
+                // The paging state (loading, more, errors) redraws too.
+                while !Task.isCancelled {
+                    await withCheckedContinuation { continuation in
+                        withObservationTracking { _ = (pages.isLoadingPage, pages.hasMore, pages.pageError) } onChange: { continuation.resume() }
+                    }
+                    sink.yield(.changed)
+                }
+            },
             Task {
                 for await event in controllerEvents {
                     if event.kind == .progress { continue }
@@ -83,11 +94,32 @@ final class TimelineView {
         case .character("q"): return false
         case .character("r"): Task { await app.refresh() }
         case .character("p"): draft = ""
-        case .character("j"), .down: top = min(top + 1, max(0, app.entries.fetchedObjects.count - 1))
+        case .character("m"): loadOlder()
+        case .character("j"), .down:
+            let last = max(0, app.entries.fetchedObjects.count - 1)
+            // Scrolling past the end loads the older posts.
+            if top >= last - listHeight { loadOlder() }
+            top = min(top + 1, last)
         case .character("k"), .up: top = max(top - 1, 0)
         default: break
         }
         return true
+    }
+
+    /// The list's height at the last draw: scrolling near its end loads more.
+    private var listHeight = 1
+
+    private func loadOlder() {
+        let app = app
+        guard app.pages.hasMore, !app.pages.isLoadingPage else { return }
+        Task { await app.loadOlderPosts() }
+    }
+
+    /// The paging line under the list: loading, the end, or why older posts did not come.
+    private var pagingLine: String {
+        if app.pages.isLoadingPage { return "loading older posts…" }
+        if let error = app.pages.pageError { return "older posts: \(error)" }
+        return app.pages.hasMore ? "m loads older posts" : "the beginning of the timeline"
     }
 
     private func draw(_ terminal: Terminal) {
@@ -103,18 +135,19 @@ final class TimelineView {
         ]
         // Queued posts are in the list (◌ sending…); here, how the latest ones ended.
         let sent = app.sentPosts.filter { !$0.isQueued }.suffix(2).map(TimelinePresentation.sentLine)
-        let listHeight = max(1, height - lines.count - 3 - sent.count)
+        listHeight = max(1, height - lines.count - 4 - sent.count)
         top = min(top, max(0, entries.count - listHeight))
         lines += entries.dropFirst(top).prefix(listHeight).map { TimelinePresentation.entryLine($0, width: width) }
-        if entries.isEmpty { lines.append(app.status.isSyncing ? "syncing…" : "(no posts cached yet)") }
-        while lines.count < height - 3 - sent.count { lines.append("") }
+        if entries.isEmpty { lines.append(app.status.isSyncing || app.pages.isLoadingPage ? "syncing…" : "(no posts cached yet)") }
+        while lines.count < height - 4 - sent.count { lines.append("") }
+        lines.append(TextLayout.fit(pagingLine, trailer: "", width: width))
         lines += sent.map { TextLayout.fit($0, trailer: "", width: width) }
         lines.append(String(repeating: "─", count: width))
         lines.append(TextLayout.fit(app.status.state.summary(now: now, quality: estimate.quality), trailer: "", width: width))
         if let draft {
             lines.append(TextLayout.fit("post> \(draft)▏", trailer: "  ⏎ send · esc cancel", width: width))
         } else {
-            lines.append(TextLayout.fit("r refresh · p post · j/k scroll · q quit", trailer: "", width: width))
+            lines.append(TextLayout.fit("r refresh · p post · j/k scroll · m older · q quit", trailer: "", width: width))
         }
         terminal.draw(lines)
     }

@@ -24,6 +24,7 @@ public struct DepotError: Error, Sendable, CustomStringConvertible, LocalizedErr
             case tooLarge, tooManyRedirects, insecureRedirect
             case dependencyFailed, shutDown
             case decoding, encoding, invalidRequest, processing, transport, storage
+            case invalidPage
         }
 
         let base: Base
@@ -66,6 +67,10 @@ public struct DepotError: Error, Sendable, CustomStringConvertible, LocalizedErr
         public static let transport = Code(base: .transport)
         /// The local cache could not be read or written, or none was configured.
         public static let storage = Code(base: .storage)
+        /// A paged list's server made no progress: a page that repeats what
+        /// earlier pages brought, an empty page that says there are more, or a
+        /// malformed or repeated next-page cursor. Paging stops there.
+        public static let invalidPage = Code(base: .invalidPage)
 
         /// The code's stable name, as used in logs and persisted sync status.
         public var rawValue: String { base.rawValue }
@@ -170,6 +175,7 @@ public struct DepotError: Error, Sendable, CustomStringConvertible, LocalizedErr
         case .processing: return "processing failed" + underlyingSuffix
         case .transport: return "transport error" + detailSuffix(": ") + underlyingSuffix
         case .storage: return "cache error" + detailSuffix(": ") + underlyingSuffix
+        case .invalidPage: return "invalid page" + detailSuffix(": ")
         }
     }
 

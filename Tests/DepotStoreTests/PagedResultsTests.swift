@@ -1,0 +1,184 @@
+import DemoServer
+import Depot
+import DepotStore
+import Foundation
+import GRDB
+import Testing
+
+/// Paged results against the depot-server's `/paging/items` (45 items,
+/// newest first), on a real store file.
+@Suite(.timeLimit(.minutes(1))) @MainActor struct PagedResultsTests {
+    func withPaging(_ body: (DemoServer, PagingSetup, Store, NetworkController) async throws -> Void) async throws {
+        try await DemoServer.withRunning(.init(port: 0)) { server in
+            let folder = try temporaryFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let setup = PagingSetup(folder: folder)
+            let store = try setup.store()
+            let controller = setup.controller(server.baseURL, store: store)
+            // Shut down on failure too: a controller left with keep-alive
+            // connections would hold the server's graceful stop forever.
+            do {
+                try await body(server, setup, store, controller)
+            } catch {
+                _ = await controller.shutdown(grace: .zero)
+                throw error
+            }
+            // The store is not closed: the results' observations may still be
+            // winding down, and the folder goes with its open file all the same.
+            _ = await controller.shutdown(grace: .zero)
+        }
+    }
+
+    /// The ids on screen, once the commits so far are fetched.
+    func shown(_ paged: PagedResults<PagedItem>) throws -> [Int] {
+        try paged.results.performFetch()
+        return paged.fetchedObjects.map(\.id)
+    }
+
+    @Test(arguments: [PagingShape.cursor, .number, .beforeID])
+    func pagesLoadInOrderToTheEnd(shape: PagingShape) async throws {
+        try await withPaging { server, _, _, controller in
+            // Given a list whose first page loads when it is made
+            let paged = try controller.pagedResults(for: PagedItem.newestFirst, pages: PagedItemsEndpoint(shape: shape, limit: 20))
+            await paged.waitForInitialLoad()
+            #expect(try shown(paged) == Array((26...45).reversed()))
+            #expect(paged.hasMore && paged.pageCount == 1)
+            // When the user scrolls to the end twice
+            await paged.loadNextPage()
+            #expect(try shown(paged) == Array((6...45).reversed()))
+            await paged.loadNextPage()
+            // Then the whole list is there, in order, and there is no more
+            #expect(try shown(paged) == Array((1...45).reversed()))
+            #expect(!paged.hasMore && paged.pageCount == 3 && paged.pageError == nil && !paged.isLoadingPage)
+            let asked = PagingSetup.served(server)
+            await paged.loadNextPage()
+            #expect(PagingSetup.served(server) == asked, "no request past the last page")
+        }
+    }
+
+    @Test func overlappingPagesShowEachRowOnce() async throws {
+        try await withPaging { server, _, _, controller in
+            // Given page 1 of a page-numbered list (45...26)
+            let paged = try controller.pagedResults(for: PagedItem.newestFirst, pages: PagedItemsEndpoint(shape: .number, limit: 20))
+            await paged.waitForInitialLoad()
+            // When five items arrive on top, page 2 starts with the last five of the old page 1
+            try await PagingSetup.addItems(5, with: controller)
+            await paged.loadNextPage()
+            // Then the union shows each row once, in order
+            let ids = try shown(paged)
+            #expect(ids == Array((11...45).reversed()))
+            #expect(Set(ids).count == ids.count)
+            #expect(paged.pageError == nil && paged.hasMore && paged.pageCount == 2)
+        }
+    }
+
+    @Test func refreshKeepsTheRowsUntilTheFirstPageLandsThenShowsItAlone() async throws {
+        try await withPaging { server, _, store, controller in
+            // Given three pages on screen (45...16)
+            let paged = try controller.pagedResults(for: PagedItem.newestFirst, pages: PagedItemsEndpoint(shape: .cursor, limit: 10))
+            await paged.waitForInitialLoad()
+            await paged.loadNextPage()
+            await paged.loadNextPage()
+            let before = try shown(paged)
+            #expect(before == Array((16...45).reversed()))
+
+            // When a refresh cannot reach the server (another launch on the same cache, offline), nothing changes
+            let offline = PagingSetup(folder: URL(fileURLWithPath: "/")).controller(URL(string: "http://127.0.0.1:9")!, store: store)
+            let unreachable = try offline.pagedResults(for: PagedItem.newestFirst, pages: PagedItemsEndpoint(shape: .cursor, limit: 10), policy: .cacheOnly)
+            await unreachable.refresh()
+            #expect(unreachable.pageError?.code == .offline)
+            #expect(try shown(unreachable) == before && unreachable.pageCount == 3 && unreachable.hasMore)
+            _ = await offline.shutdown(grace: .zero)
+
+            // When it can, after five new items, every snapshot is the old list or page one alone
+            try await PagingSetup.addItems(5, with: controller)
+            var seen: [[Int]] = []
+            let observation = paged.results.start { update in seen.append(update.snapshot.fetchedObjects.map(\.id)) }
+            await paged.refresh()
+            let after = try shown(paged)
+            observation.cancel()
+            // Then the screen holds page one (50...41), and the rows later pages brought are gone from the cache
+            #expect(after == Array((41...50).reversed()))
+            #expect(seen.allSatisfy { $0 == before || $0 == after }, "\(seen)")
+            #expect(try await store.read { db in try PagedItem.fetchCount(db) } == 10)
+            #expect(paged.pageCount == 1 && paged.hasMore && paged.pageError == nil)
+            // And paging goes on from page one's end
+            await paged.loadNextPage()
+            #expect(try shown(paged) == Array((31...50).reversed()))
+        }
+    }
+
+    @Test func aColdStartOfflineShowsThePagesItHasAndSaysThereAreMore() async throws {
+        try await DemoServer.withRunning(.init(port: 0)) { server in
+            let folder = try temporaryFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let setup = PagingSetup(folder: folder)
+            // Given a launch that loaded two pages
+            do {
+                let store = try setup.store()
+                let controller = setup.controller(server.baseURL, store: store)
+                let paged: PagedResults<PagedItem>
+                do {
+                    paged = try controller.pagedResults(for: PagedItem.newestFirst, pages: PagedItemsEndpoint(shape: .beforeID, limit: 10))
+                } catch {
+                    _ = await controller.shutdown(grace: .zero)
+                    throw error
+                }
+                await paged.waitForInitialLoad()
+                await paged.loadNextPage()
+                #expect(paged.pageCount == 2)
+                _ = await controller.shutdown(grace: .zero)
+                // Left open, as a launch that is still running: the next one opens the file beside it.
+                _ = store
+            }
+            // When the app starts again with no network (connection refused)
+            let store = try setup.store()
+            let controller = setup.controller(URL(string: "http://127.0.0.1:9")!, store: store)
+            let paged = try controller.pagedResults(for: PagedItem.newestFirst, pages: PagedItemsEndpoint(shape: .beforeID, limit: 10))
+            // Then the first frame shows the two pages and knows where they stopped
+            #expect(paged.fetchedObjects.map(\.id) == Array((26...45).reversed()))
+            #expect(paged.pageCount == 2 && paged.hasMore && paged.nextPage == .before(id: 26))
+            await paged.waitForInitialLoad()
+            await paged.loadNextPage()
+            // And loading more says why it cannot, keeping the rows and the promise of more
+            #expect(paged.pageError?.code == .offline)
+            #expect(paged.hasMore && paged.pageCount == 2 && !paged.isLoadingPage)
+            #expect(try shown(paged) == Array((26...45).reversed()))
+            _ = await controller.shutdown(grace: .zero)
+        }
+    }
+
+    @Test(arguments: [
+        (PagingShape.number, "repeat", "repeats rows earlier pages brought"),
+        (PagingShape.beforeID, "repeat", "is one already loaded"),
+        (PagingShape.cursor, "empty", "empty but says there are more"),
+        (PagingShape.cursor, "badcursor", "cursor is empty"),
+    ])
+    func aPageThatMakesNoProgressEndsPagingWithAnError(shape: PagingShape, fault: String, message: String) async throws {
+        try await withPaging { server, _, _, controller in
+            let paged = try controller.pagedResults(for: PagedItem.newestFirst, pages: PagedItemsEndpoint(shape: shape, limit: 10, fault: fault))
+            await paged.waitForInitialLoad()
+            if fault == "badcursor" {
+                // The first page itself names a malformed next page: it does not land.
+                #expect(paged.pageError?.code == .invalidPage)
+                #expect("\(paged.pageError.map(String.init(describing:)) ?? "")".contains(message))
+                #expect(!paged.hasMore && paged.pageCount == 0)
+                return
+            }
+            #expect(paged.pageCount == 1 && paged.hasMore)
+            // When the server answers the next page badly
+            await paged.loadNextPage()
+            // Then paging ends with a clear error, the bad page rolled back
+            let error = try #require(paged.pageError)
+            #expect(error.code == .invalidPage)
+            #expect("\(error)".contains(message), "\(error)")
+            #expect(!paged.hasMore && paged.pageCount == 1)
+            #expect(try shown(paged) == Array((36...45).reversed()))
+            // And asking again does not loop
+            let asked = PagingSetup.served(server)
+            await paged.loadNextPage()
+            await paged.loadNextPage()
+            #expect(PagingSetup.served(server) == asked)
+        }
+    }
+}
