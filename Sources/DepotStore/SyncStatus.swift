@@ -108,11 +108,19 @@ public final class SyncStatus {
         events = { controller.events }
     }
 
-    init(key: String, store: Store, clock: any Clock<Duration>, policy: CachePolicy = .cacheThenNetwork, perform: @escaping @Sendable (_ onWaiting: @escaping @Sendable (DepotError) -> Void) async throws(DepotError) -> Void) {
+    init(
+        key: String,
+        store: Store,
+        clock: any Clock<Duration>,
+        policy: CachePolicy = .cacheThenNetwork,
+        events: (@Sendable () -> AsyncStream<NetworkEvent>)? = nil,
+        perform: @escaping @Sendable (_ onWaiting: @escaping @Sendable (DepotError) -> Void) async throws(DepotError) -> Void
+    ) {
         self.key = key
         self.store = store
         self.clock = clock
         self.policy = policy
+        self.events = events
         self.perform = perform
         // Read synchronously: the first frame already says "last synced at T".
         let entry = try? store.writer.read { db in try SyncLedger.entry(for: key, in: db) }

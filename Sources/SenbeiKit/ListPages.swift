@@ -25,6 +25,8 @@ public struct FetchListPage: CachingOperation {
     public var request: NetworkRequest { list.request }
     /// ``FetchList/cacheKey``: the page's ledger entry is the same either way.
     public var cacheKey: String { list.cacheKey }
+    /// ``FetchList/cacheTags``: a new contact invalidates the pages loaded.
+    public var cacheTags: Set<String> { list.cacheTags }
     /// Data work, held until a sign-in succeeds.
     public var category: OperationCategory { list.category }
     /// `.failFast`: offline, the pages loaded stay and the list says why no more come.

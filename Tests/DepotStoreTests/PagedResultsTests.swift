@@ -1,6 +1,6 @@
 import DemoServer
 import Depot
-import DepotStore
+@testable import DepotStore
 import Foundation
 import GRDB
 import Testing
@@ -105,6 +105,30 @@ import Testing
             // And paging goes on from page one's end
             await paged.loadNextPage()
             #expect(try shown(paged) == Array((31...50).reversed()))
+        }
+    }
+
+    @Test func anInvalidationStartsTheListOnScreenAgainFromPageOneOnce() async throws {
+        try await withPaging { server, _, store, controller in
+            // Given three pages on screen (45...16)
+            let paged = try controller.pagedResults(for: PagedItem.newestFirst, pages: PagedItemsEndpoint(shape: .cursor, limit: 10))
+            await paged.waitForInitialLoad()
+            await paged.loadNextPage()
+            await paged.loadNextPage()
+            #expect(try shown(paged) == Array((16...45).reversed()))
+            let status = try #require(paged.syncStatus)
+            try await PagingSetup.addItems(5, with: controller)
+            let asked = PagingSetup.served(server)
+
+            // When a write elsewhere invalidates every page of the list
+            #expect(try await store.ledger.invalidate(.keyPrefix("GET paging/items")) == 3)
+
+            // Then the list starts again from page one, as a pull-to-refresh does, with one request
+            for await state in status.updates() where !state.isSyncing && status.refreshCount == 1 { break }
+            #expect(try shown(paged) == Array((41...50).reversed()))
+            #expect(paged.pageCount == 1 && paged.hasMore && paged.pageError == nil)
+            #expect(PagingSetup.served(server) == asked + 1)
+            #expect(status.isStale == false)
         }
     }
 

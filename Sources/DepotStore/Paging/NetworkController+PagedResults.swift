@@ -57,15 +57,35 @@ extension NetworkController {
             throw DepotError.wrap(error, operation: nil, fallback: .invalidPage).withDetail("the endpoint cannot make its first page")
         }
         let held = policy == .networkOnly
-        let status = try SyncStatus(refreshing: PageFetch(endpoint: endpoint, page: first, position: endpoint.firstPage, index: 0), with: self)
+        // The first page's status refreshes the way pull-to-refresh does (an
+        // invalidation, an auto-refresh): through the paged results, so the
+        // list starts again from page one and its paging state follows.
+        let owner = PagedResultsOwner<Record>()
+        let status = SyncStatus(key: PageFetch(endpoint: endpoint, page: first, position: endpoint.firstPage, index: 0).cacheKey, store: store, clock: configuration.clock, policy: policy, events: { [weak self] in
+            self?.events ?? AsyncStream { $0.finish() }
+        }) { _ async throws(DepotError) in
+            await owner.refresh()
+        }
         let results = try ResultsController(store: store, fetch: fetch, refresh: refresh, held: held)
         results.syncStatus = status
         let paged = try PagedResults(results: results, endpoint: endpoint, controller: self, store: store, held: held)
+        owner.paged = paged
         // The first page is due by the policy, or was never loaded (a list
         // whose first page another operation filled must start its paging).
-        if policy != .cacheOnly, policy.needsRefresh(lastSynced: status.lastSynced, now: store.currentDate()) || paged.pageCount == 0 {
+        if policy != .cacheOnly, status.needsRefresh || paged.pageCount == 0 {
             paged.initialLoad = paged.startRefresh()
         }
         return paged
+    }
+}
+
+/// Lets the first page's ``SyncStatus`` refresh the paged results it belongs
+/// to without keeping them alive.
+@MainActor
+final class PagedResultsOwner<Record: FetchableRecord & Identifiable & Equatable & Sendable> where Record.ID: Sendable {
+    weak var paged: PagedResults<Record>?
+
+    func refresh() async {
+        await paged?.refresh()
     }
 }

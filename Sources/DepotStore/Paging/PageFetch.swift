@@ -23,6 +23,7 @@ struct PageFetch<Endpoint: PageableEndpoint>: CachingOperation {
 
     var request: NetworkRequest { page.request }
     var cacheKey: String { page.cacheKey }
+    var cacheTags: Set<String> { page.cacheTags }
     var sendsConditionalRequests: Bool { false }
     var priority: Priority { page.priority }
     var category: OperationCategory { page.category }
