@@ -127,6 +127,9 @@ public final class SenbeiApp {
     /// Whether a refused sign-in cancelled the changes being sent: the next
     /// sign-in starts the outbox's lanes again.
     @ObservationIgnored var changesStopped = false
+    /// Why the last session ended, until the next sign-in: the requests its
+    /// sign-out cancelled failed because of it, and say so.
+    @ObservationIgnored private var sessionEnd: DepotError?
 
     /// Makes the model and its outbox (on the controller's store), and holds
     /// data work until a sign-in. Call ``start()`` to send what earlier
@@ -230,6 +233,7 @@ public final class SenbeiApp {
             await authenticator.signIn(credential)
             let profile = try await controller.perform(FetchProfile())
             self.profile = profile
+            sessionEnd = nil
             controller.resume(category: .senbei)
             post(.senbeiDidLogin, payload: profile)
             await resumeChanges()
@@ -280,6 +284,7 @@ public final class SenbeiApp {
     func sessionEnded(_ error: DepotError) {
         guard profile != nil else { return }
         profile = nil
+        sessionEnd = error
         hold(error)
     }
 
@@ -316,6 +321,9 @@ public final class SenbeiApp {
         do {
             return try await controller.perform(operation)
         } catch {
+            // The sign-out cancels queued data work, and it may reach a request
+            // before that request's own 401 does: either way the session ended.
+            if error.code == .cancelled, let sessionEnd, profile == nil { throw sessionEnd }
             report(error, operation: operation.name)
             throw error
         }
