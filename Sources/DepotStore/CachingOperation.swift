@@ -144,6 +144,7 @@ extension CachingOperation {
                 try SyncLedger.recordSuccess(for: key, at: now, validators: validators, in: db)
                 return written
             }
+            store.scheduleEviction()
             return .updated(written)
         } catch {
             var failure = DepotError.wrap(error, operation: name, fallback: .processing)
