@@ -148,8 +148,9 @@ public final class Store: Sendable {
         try writer.barrierWriteWithoutTransaction { db in
             guard try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") != 2 else { return }
             try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
-            let tables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0
-            if tables > 0 { try db.execute(sql: "VACUUM") }
+            // A file whose first page is written (WAL mode writes it) keeps
+            // its mode until a VACUUM, even without tables.
+            if try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") != 2 { try db.execute(sql: "VACUUM") }
         }
     }
 
