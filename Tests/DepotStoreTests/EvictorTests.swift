@@ -31,8 +31,10 @@ import Testing
             let log = CommitLog()
             store.writer.add(transactionObserver: log)
 
-            // and a sync of ten fresh notes, run when the third batch has committed
-            let fresh = Note.make(10, from: 1_000_000, now: date.now, daysApart: 0)
+            // and a sync of ten fresh notes, run when the third batch has
+            // committed, that also brings a fresh copy of the last old note
+            // (the eviction chose it before the sync: it must choose again)
+            let fresh = Note.make(10, from: 1_000_000, now: date.now, daysApart: 0) + [Note(id: 99_999, feed: "a", createdAt: date.now, rank: 99_999)]
             let transport = FixtureTransport(["/notes": .data(try notesJSON(fresh))])
             var configuration = NetworkController.Configuration(baseURL: URL(string: "http://notes.test")!, transport: transport, notificationCenter: nil)
             configuration.store = store
@@ -50,10 +52,10 @@ import Testing
             let report = try await store.evict()
 
             // Then every old note went, in 200 batches of at most 500 rows
-            #expect(synced.withLock { $0 } == 10)
-            #expect(report.rowsEvicted == ["note": 100_000])
+            #expect(synced.withLock { $0 } == 11)
+            #expect(report.rowsEvicted == ["note": 99_999])
             #expect(report.batches == 200)
-            #expect(try await store.noteIDs() == fresh.map(\.id))
+            #expect(try await store.noteIDs() == [99_999] + (1_000_000..<1_000_010))
             let commits = log.commits
             let deletions = commits.map(\.deleted)
             #expect(deletions.max() == 500, "the writer was held for \(deletions.max() ?? 0) deletions")
