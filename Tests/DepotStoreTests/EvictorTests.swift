@@ -118,6 +118,7 @@ import Testing
             // Then nothing is evicted before the delay, and one eviction runs after it
             #expect(try await store.noteIDs().count == 25)
             #expect(evictor.runs == 1)
+            try #require(evictor.isScheduled, "no sync scheduled an eviction")
             await clock.sleepers(atLeast: 1)
             clock.advance(by: .seconds(2))
             await store.evictionIdle()

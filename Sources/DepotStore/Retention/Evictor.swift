@@ -44,33 +44,41 @@ final class Evictor: Sendable {
             let clock = retention.clock
             state.waiting = Task.detached(priority: .utility) { [weak store] in
                 if delay > .zero { try? await clock.sleep(for: delay) }
-                self.state.withLock { $0.waiting = nil }
-                guard let store else { return }
-                do throws(DepotError) {
-                    _ = try await self.evict(store)
-                } catch {
+                // One step from waiting to queued, so that `idle()` never
+                // sees neither.
+                let run = self.state.withLock { state in
+                    state.waiting = nil
+                    return store.map { self.enqueue($0, in: &state) }
+                }
+                if case .failure(let error) = await run?.value {
                     self.state.withLock { $0.lastError = error }
                 }
             }
         }
     }
 
+    /// Whether an eviction waits for its delay: syncs now join it.
+    var isScheduled: Bool { state.withLock { $0.waiting != nil } }
+
     /// Runs an eviction now, after the one under way if there is one.
     func evict(_ store: Store) async throws(DepotError) -> EvictionReport {
-        let run = state.withLock { state in
-            let previous = state.tail
-            let run = Task.detached(priority: .utility) { () async -> Result<EvictionReport, DepotError> in
-                await previous?.value
-                do throws(DepotError) {
-                    return .success(try await self.run(store))
-                } catch {
-                    return .failure(error)
-                }
-            }
-            state.tail = Task { _ = await run.value }
-            return run
-        }
+        let run = state.withLock { state in enqueue(store, in: &state) }
         return try await run.value.get()
+    }
+
+    /// Queues a run after the last one queued.
+    private func enqueue(_ store: Store, in state: inout State) -> Task<Result<EvictionReport, DepotError>, Never> {
+        let previous = state.tail
+        let run = Task.detached(priority: .utility) { () async -> Result<EvictionReport, DepotError> in
+            await previous?.value
+            do throws(DepotError) {
+                return .success(try await self.run(store))
+            } catch {
+                return .failure(error)
+            }
+        }
+        state.tail = Task { _ = await run.value }
+        return run
     }
 
     /// Returns when no eviction waits or runs.
