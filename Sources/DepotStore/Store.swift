@@ -115,7 +115,7 @@ public final class Store: Sendable {
         }
         self.currentDate = currentDate
         self.evictor = try Self.startRetention(retention, on: writer)
-        evictor?.schedule(self, after: .zero)
+        evictor?.start(self)
     }
 
     /// Checks the policies against the schema and starts counting the
@@ -182,7 +182,7 @@ public final class Store: Sendable {
             throw DepotError.storage(error, detail: "cannot open an in-memory store")
         }
         let store = Store(writer: queue, evictor: try startRetention(retention, on: queue), currentDate: currentDate)
-        store.evictor?.schedule(store, after: .zero)
+        store.evictor?.start(store)
         return store
     }
 

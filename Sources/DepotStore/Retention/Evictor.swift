@@ -57,6 +57,17 @@ final class Evictor: Sendable {
         }
     }
 
+    /// Queues an eviction now, without waiting for it: the one at launch.
+    /// An ``evict(_:)`` called after this runs after it.
+    func start(_ store: Store) {
+        let run = state.withLock { state in enqueue(store, in: &state) }
+        Task.detached(priority: .utility) {
+            if case .failure(let error) = await run.value {
+                self.state.withLock { $0.lastError = error }
+            }
+        }
+    }
+
     /// Whether an eviction waits for its delay: syncs now join it.
     var isScheduled: Bool { state.withLock { $0.waiting != nil } }
 

@@ -83,7 +83,7 @@ public struct EvictionReport: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         let tables = rowsEvicted.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        return "evicted \(totalEvicted) rows (\(tables.isEmpty ? "none" : tables)) in \(batches) batches"
+        return "evicted \(totalEvicted) rows (\(tables.isEmpty ? "none" : tables)) in \(batches) \(batches == 1 ? "batch" : "batches")"
     }
 
     mutating func add(_ deleted: [String: Int]) {
