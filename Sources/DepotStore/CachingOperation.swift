@@ -160,6 +160,7 @@ extension CachingOperation {
                 try SyncLedger.setTags(tags, for: key, in: db)
                 return written
             }
+            store.scheduleEviction()
             return .updated(written)
         } catch {
             var failure = DepotError.wrap(error, operation: name, fallback: .processing)

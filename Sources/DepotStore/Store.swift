@@ -48,6 +48,12 @@ public final class Store: Sendable {
     /// operations re-apply pending optimistic changes after their writes.
     let mutationTypes = Mutex<[String: any Mutation.Type]>([:])
 
+    /// Runs the retention the store was opened with; `nil` without one.
+    let evictor: Evictor?
+
+    /// What live results show, for ``RetentionReference/results``.
+    let liveResults = LiveResults()
+
     /// How long a connection waits for another process's lock (an app and
     /// its extension, two command-line runs) before it reports "database is
     /// locked", when the configuration does not say.
@@ -67,11 +73,15 @@ public final class Store: Sendable {
     ///   - path: The database file. Its folder must exist.
     ///   - migrator: The app's schema.
     ///   - configuration: GRDB's configuration, for tracing or a busy timeout.
+    ///   - retention: What eviction keeps (see ``Retention``). The policies
+    ///     are checked against the migrated schema here, and a first
+    ///     eviction starts in the background.
     ///   - currentDate: The wall clock used for `lastSynced`. Inject one in tests.
     public init(
         path: String,
         migrator: DatabaseMigrator = DatabaseMigrator(),
         configuration: GRDB.Configuration = GRDB.Configuration(),
+        retention: Retention? = nil,
         currentDate: @escaping @Sendable () -> Date = { Date() }
     ) throws(DepotError) {
         do {
@@ -94,6 +104,7 @@ public final class Store: Sendable {
             let lock = OpeningLock(path: path)
             let pool = try lock.exclusively {
                 let pool = try DatabasePool(path: path, configuration: configuration)
+                if retention?.sizeBudget != nil { try Self.enableIncrementalVacuum(pool) }
                 try Self.prepare(pool, migrator: migrator)
                 return pool
             }
@@ -103,6 +114,44 @@ public final class Store: Sendable {
             throw DepotError.storage(error, detail: "cannot open the store at \(path)")
         }
         self.currentDate = currentDate
+        self.evictor = try Self.startRetention(retention, on: writer)
+        evictor?.start(self)
+    }
+
+    /// Checks the policies against the schema and starts counting the
+    /// commits that change their tables.
+    private static func startRetention(_ retention: Retention?, on writer: any DatabaseWriter) throws(DepotError) -> Evictor? {
+        guard let retention else { return nil }
+        let policies = retention.policies
+        do {
+            try writer.read { db in
+                for policy in policies { _ = try EvictionPlan.resolve(policy, in: db) }
+            }
+        } catch {
+            throw DepotError.storage(error, detail: "invalid retention")
+        }
+        guard retention.batchSize > 0 else {
+            throw DepotError(.storage, detail: "the retention's batch size is \(retention.batchSize): it must be at least 1")
+        }
+        if let budget = retention.sizeBudget, budget <= 0 {
+            throw DepotError(.storage, detail: "the retention's size budget is \(budget) bytes: it must be positive")
+        }
+        let evictor = Evictor(retention: retention)
+        writer.add(transactionObserver: evictor.watch, extent: .databaseLifetime)
+        return evictor
+    }
+
+    /// Turns on `auto_vacuum = INCREMENTAL`, so that eviction can give pages
+    /// back to the file system. SQLite takes it only before the first table
+    /// exists: an older file is rewritten by one `VACUUM`, once.
+    private static func enableIncrementalVacuum(_ writer: any DatabaseWriter) throws {
+        try writer.barrierWriteWithoutTransaction { db in
+            guard try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") != 2 else { return }
+            try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+            // A file whose first page is written (WAL mode writes it) keeps
+            // its mode until a VACUUM, even without tables.
+            if try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") != 2 { try db.execute(sql: "VACUUM") }
+        }
     }
 
     /// Takes group and other permissions away from `file`, if it exists with them.
@@ -118,22 +167,29 @@ public final class Store: Sendable {
     /// - Parameters:
     ///   - migrator: The app's schema.
     ///   - currentDate: The wall clock used for `lastSynced`.
+    ///   - retention: What eviction keeps (see ``Retention``).
     public static func inMemory(
         migrator: DatabaseMigrator = DatabaseMigrator(),
+        retention: Retention? = nil,
         currentDate: @escaping @Sendable () -> Date = { Date() }
     ) throws(DepotError) -> Store {
+        let queue: DatabaseQueue
         do {
-            let queue = try DatabaseQueue()
+            queue = try DatabaseQueue()
+            if retention?.sizeBudget != nil { try enableIncrementalVacuum(queue) }
             try prepare(queue, migrator: migrator)
-            return Store(writer: queue, currentDate: currentDate)
         } catch {
             throw DepotError.storage(error, detail: "cannot open an in-memory store")
         }
+        let store = Store(writer: queue, evictor: try startRetention(retention, on: queue), currentDate: currentDate)
+        store.evictor?.start(store)
+        return store
     }
 
-    private init(writer: any DatabaseWriter, currentDate: @escaping @Sendable () -> Date) {
+    private init(writer: any DatabaseWriter, evictor: Evictor?, currentDate: @escaping @Sendable () -> Date) {
         self.writer = writer
         self.openingLock = nil
+        self.evictor = evictor
         self.currentDate = currentDate
     }
 

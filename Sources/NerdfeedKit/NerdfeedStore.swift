@@ -149,3 +149,29 @@ extension Store {
         }
     }
 }
+
+extension NerdfeedSchema {
+    /// How many items of each feed the cache keeps by default, besides the read ones.
+    public static let defaultKeptItems = 1_000
+
+    /// The cache's retention: the newest `keep` items of each feed (by
+    /// publication date; undated items count as the oldest), plus every read
+    /// item whatever its age.
+    ///
+    /// For example:
+    ///
+    /// ```swift
+    /// let store = try Store(path: cacheFile.path, migrator: NerdfeedSchema.migrator,
+    ///                       retention: NerdfeedSchema.retention(keep: 500))
+    /// ```
+    ///
+    /// - Parameter keep: The items kept per feed, at least 0.
+    public static func retention(keep: Int = defaultKeptItems) -> Retention {
+        Retention(policies: [
+            RetentionPolicy(
+                table: FeedItem.databaseTableName,
+                keeping: [.maxCount(keep, newestBy: "published", per: "feed")],
+                protecting: "isRead = 1"),
+        ])
+    }
+}

@@ -45,16 +45,21 @@ struct NerdfeedCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "How many items to print with --once.")
     var limit = 50
 
+    @Option(parsing: .unconditional, help: "How many of the newest items of each feed the cache keeps; read items are kept too.")
+    var keep = NerdfeedSchema.defaultKeptItems
+
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535 (0 picks a free port)") }
         guard limit >= 0 else { throw ValidationError("--limit cannot be negative") }
+        guard keep >= 0 else { throw ValidationError("--keep cannot be negative") }
         guard (1...86_400).contains(refreshInterval) else { throw ValidationError("--refresh-interval must be between 1 and 86400 seconds") }
     }
 
     @MainActor
     mutating func run() async throws {
         let cacheFile = try ExampleSupport.cacheFile(app: "nerdfeed", path: cache)
-        let store = try Store(path: cacheFile.path, migrator: NerdfeedSchema.migrator)
+        // Eviction runs at open, a moment after each sync, and before a one-shot run exits.
+        let store = try Store(path: cacheFile.path, migrator: NerdfeedSchema.migrator, retention: NerdfeedSchema.retention(keep: keep))
 
         // Where to read from: the given URLs, or the embedded server.
         var server: DemoServer?
@@ -101,6 +106,8 @@ struct NerdfeedCommand: AsyncParsableCommand {
         var syncFailed = false
         if once || json || !Terminal.isInteractive {
             syncFailed = try await printOnce(app)
+            // The eviction a sync schedules would not outlive the process.
+            _ = try await store.evict()
         } else {
             let view = InteractiveView(app: app, controller: controller, offline: offline)
             await view.run()

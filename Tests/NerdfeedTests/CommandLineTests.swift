@@ -1,6 +1,7 @@
 import CLITestSupport
 import DemoServer
 import Foundation
+import GRDB
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -132,9 +133,37 @@ struct CommandLineTests {
             (["--port", "70000"], "--port must be between 0 and 65535"),
             (["--port", "-5"], "--port must be between 0 and 65535"),
             (["--refresh-interval", "0"], "--refresh-interval must be between 1 and 86400 seconds"),
+            (["--keep", "-1"], "--keep cannot be negative"),
+            (["--keep", "lots"], "The value 'lots' is invalid for '--keep <keep>'"),
             (["--feed", "not a url", "--once"], "--feed needs an absolute URL"),
             (["--bogus"], "Unknown option '--bogus'"),
         ])
+    }
+
+    /// `--keep N` leaves the newest N items of the feed in the cache when a
+    /// one-shot run exits; by default it keeps 1,000 (the whole demo feed).
+    @Test func keepLimitsTheCachedItems() async throws {
+        let folder = try Executables.temporaryFolder("nerdfeed-cli")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
+            let feed = server.baseURL.appending(path: "forum/rss").absoluteString
+            func cachedItems(_ cache: String) async throws -> Int {
+                let queue = try DatabaseQueue(path: cache)
+                defer { try? queue.close() }
+                return try await queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM feedItem") ?? 0 }
+            }
+            let full = folder.appending(path: "full.sqlite").path
+            let all = try await Self.nerdfeed(["--json", "--feed", feed, "--songs", server.baseURL.absoluteString, "--cache", full])
+            #expect(all.status == 0, "\(all.error)")
+            let synced = try Self.listing(all).links.count
+            #expect(synced > 3)
+            #expect(try await cachedItems(full) == synced)
+
+            let kept = folder.appending(path: "kept.sqlite").path
+            let three = try await Self.nerdfeed(["--json", "--keep", "3", "--feed", feed, "--songs", server.baseURL.absoluteString, "--cache", kept])
+            #expect(three.status == 0, "\(three.error)")
+            #expect(try await cachedItems(kept) == 3)
+        }
     }
 
     /// A sync that fails still prints the cached list with its error line,

@@ -116,6 +116,17 @@ public protocol Mutation: Sendable {
     /// excerpt of the body; override it to read the server's error format
     /// (field errors of a 422, say) into one sentence.
     func error(for response: NetworkResponse) -> DepotError
+
+    /// The rows this mutation needs while it waits: eviction by a
+    /// ``RetentionPolicy`` leaves them alone until the mutation is committed,
+    /// rolled back or discarded. Default: none.
+    ///
+    /// For example, the post row that ``commit(_:_:)`` replaces:
+    ///
+    /// ```swift
+    /// var retainedRows: [RetainedRow] { [RetainedRow(table: "post", key: payload.localID)] }
+    /// ```
+    var retainedRows: [RetainedRow] { get }
 }
 
 extension Mutation {
@@ -124,6 +135,7 @@ extension Mutation {
     public var category: OperationCategory { .default }
     public var timeout: Timeout { .default }
     public var invalidates: [CacheInvalidation] { [] }
+    public var retainedRows: [RetainedRow] { [] }
 
     public func isStillProcessing(_ response: NetworkResponse) -> Bool {
         response.status == 409 && response.text.localizedCaseInsensitiveContains("idempotency")

@@ -67,6 +67,8 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     @ObservationIgnored private var observationGeneration = 0
     @ObservationIgnored private var subscribers: [UUID: Subscriber] = [:]
     @ObservationIgnored private var delivered = 0
+    /// This controller's entry in the store's ``LiveResults``, for retention.
+    @ObservationIgnored private let referenceID: UInt64
 
     private struct Subscriber {
         var onChange: @MainActor (ResultsUpdate<Record>) -> Void
@@ -106,13 +108,16 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         self.fetch = fetch
         self.refresh = refresh
         self.snapshot = .empty
+        self.referenceID = store.liveResults.register()
         if !held {
             snapshot = refresh(try Self.read(store, fetch), .empty).0
+            publishReferences()
             observe(from: snapshot)
         }
     }
 
     isolated deinit {
+        store.liveResults.remove(referenceID)
         observationTask?.cancel()
         revealTask?.cancel()
         for subscriber in subscribers.values { subscriber.finish() }
@@ -192,8 +197,16 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         try? performFetch()
     }
 
+    /// Tells retention which rows the current snapshot shows (a copy of the
+    /// snapshot's reference; keys are read only when a policy asks).
+    private func publishReferences() {
+        guard let reader = LiveResults.reader(for: snapshot) else { return }
+        store.liveResults.update(referenceID, table: reader.table, keys: reader.keys)
+    }
+
     private func deliver(_ next: ResultsSnapshot<Record>, changes: ResultsChangeSet) {
         snapshot = next
+        publishReferences()
         lastChanges = changes
         delivered += 1
         let update = ResultsUpdate(snapshot: next, changes: changes)
