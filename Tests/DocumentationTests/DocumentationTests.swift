@@ -20,6 +20,7 @@ import Testing
         ("Sources/Depot/Depot.docc/OfflineWrites.md", "Tests/DocumentationTests/Examples/OfflineWrites.swift"),
         ("Sources/Depot/Depot.docc/Authentication.md", "Tests/DocumentationTests/Examples/Authentication.swift"),
         ("Sources/Depot/Depot.docc/Observability.md", "Tests/DocumentationTests/Examples/Observability.swift"),
+        ("Sources/Depot/Depot.docc/KeepingTheCacheInShape.md", "Tests/DocumentationTests/Examples/Retention.swift Tests/DocumentationTests/Examples/KeepingTheCacheInShape.swift"),
     ]
 
     /// The ```swift blocks of a Markdown text.
