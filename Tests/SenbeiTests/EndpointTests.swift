@@ -83,6 +83,10 @@ struct EndpointTests {
             #expect(f.log.last(.senbeiDidMarkTaskAsDone)?.payload as? CRMTask == done)
             #expect(f.log.last(.senbeiDidMarkTaskAsDone)?.entity as? Int == 3)
             #expect(try await f.store.read { db in try CRMTask.open.fetchAll(db) }.map(\.id).contains(3) == false)
+            // And the task buckets, synced a moment ago, are stale: the next list asks the server
+            #expect(try await f.store.ledger.entry(for: FetchTasks().cacheKey)?.isStale == true)
+            #expect(try await f.app.loadTasks().source == .network)
+            #expect(try await f.store.ledger.entry(for: FetchTasks().cacheKey)?.isStale == false)
 
             // Create one without a due day: due as soon as possible
             let created = try await f.app.sent(f.app.createTask(name: "Send the contract"))
