@@ -64,11 +64,12 @@ import Testing
     func withSetup(
         refresher: ((OAuth2TokenEndpoint) -> TokenRefresher)? = nil,
         refreshWindow: Duration = .zero,
+        tokenLifetime: Duration = .seconds(3600),
         configure: (inout NetworkController.Configuration) -> Void = { _ in },
         _ body: (Setup) async throws -> Void
     ) async throws {
         let serverClock = ManualClock()
-        try await DemoServer.withRunning(.init(host: "127.0.0.1", port: 0, clock: serverClock, tokenLifetime: .seconds(3600))) { server in
+        try await DemoServer.withRunning(.init(host: "127.0.0.1", port: 0, clock: serverClock, tokenLifetime: tokenLifetime)) { server in
             let date = ManualDate()
             let tokens = OAuth2TokenEndpoint(url: server.baseURL.appending(path: "oauth/token"), clientID: "tests")
             let authenticator = TokenAuthenticator(for: server.baseURL, refresher: refresher?(tokens) ?? .oauth2(tokens), refreshWindow: refreshWindow, exempting: [tokens.url])
@@ -173,6 +174,24 @@ import Testing
             #expect(await setup.authenticator.currentCredential() == signedIn)
             #expect(!setup.authenticator.isSignedOut)
             #expect(setup.log.count(.signedOut) == 0)
+        }
+    }
+
+    /// A token that lives 30 s under a 60 s window is refreshed once half its
+    /// life is gone, not before every request.
+    @Test func aShortLivedTokenIsRefreshedAtHalfItsLifeNotBeforeEveryRequest() async throws {
+        try await withSetup(refreshWindow: .seconds(60), tokenLifetime: .seconds(30)) { setup in
+            try await setup.signIn()
+            // Five requests while the token is young: no refresh
+            for page in 1...5 { #expect(try await setup.controller.perform(ListContacts(page: page)).status == 200) }
+            #expect(setup.authenticator.refreshCount == 0)
+
+            // 20 s later, two thirds of its life gone: one refresh, then none for the next five
+            setup.date.advance(by: 20)
+            setup.serverClock.advance(by: .seconds(20))
+            for page in 6...10 { #expect(try await setup.controller.perform(ListContacts(page: page)).status == 200) }
+            #expect(setup.authenticator.refreshCount == 1)
+            #expect(setup.refreshesSeenByServer == 1)
         }
     }
 

@@ -141,10 +141,11 @@ struct CommandLineTests {
     }
 
     /// The end-to-end check as a user runs it, against 2-second tokens:
-    /// ten one-shot runs (each signs in, renews its token before it expires
-    /// and fetches a page) never ask to sign in again and never fail a page.
-    /// The CLI fetches one page per run; `TokenSessionTests` runs ten pages in
-    /// one session, on manual clocks.
+    /// ten one-shot runs (each signs in and fetches a page, renewing its token
+    /// only if the run outlives half of it) never ask to sign in again and
+    /// never fail a page. Refreshes across one session's ten pages are
+    /// `TokenSessionTests`' job, on manual clocks: a run here is too short to
+    /// need one, now that a short token is not refreshed before every request.
     @Test func twoSecondTokensNeverStopAPage() async throws {
         let folder = try Executables.temporaryFolder("senbei-cli")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -157,7 +158,7 @@ struct CommandLineTests {
             }
             let grants = server.currentStats.tokenGrants
             #expect(grants["password"] == 10, "one sign-in per run: \(grants)")
-            #expect((grants["refresh_token"] ?? 0) >= 3, "\(grants)")
+            #expect((grants["refresh_token"] ?? 0) <= 10, "at most one renewal a run: \(grants)")
         }
     }
 

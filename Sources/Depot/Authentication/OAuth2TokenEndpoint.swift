@@ -63,7 +63,7 @@ public struct OAuth2TokenEndpoint: Sendable, Hashable {
             throw DepotError(.decoding, operation: "token endpoint", status: response.status, detail: "no bearer access token in the token response")
         }
         let expiresAt = answer.expires_in.flatMap { $0.isFinite && $0 >= 0 ? now.addingTimeInterval($0) : nil }
-        return TokenCredential(accessToken: answer.access_token, refreshToken: answer.refresh_token ?? previous?.refreshToken, expiresAt: expiresAt)
+        return TokenCredential(accessToken: answer.access_token, refreshToken: answer.refresh_token ?? previous?.refreshToken, expiresAt: expiresAt, issuedAt: now)
     }
 }
 

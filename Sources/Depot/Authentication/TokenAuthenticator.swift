@@ -7,7 +7,9 @@ import Synchronization
 /// whatever the number of requests that need it.
 ///
 /// - **Before expiry.** A request whose token expires within ``refreshWindow``
-///   refreshes it first.
+///   refreshes it first. A token that lives shorter than twice the window
+///   (``TokenCredential/issuedAt`` to `expiresAt`) is refreshed once half its life is gone instead, so
+///   a short-lived token is not refreshed before every request.
 /// - **On 401.** Requests refused with the token that is still current start
 ///   one refresh and share it; requests that arrive while it runs wait for it
 ///   and go out with the new token. Each refused request is retried once with
@@ -205,6 +207,7 @@ public final class TokenAuthenticator: Sendable {
         await loadIfNeeded()
         var refreshed = false
         while true {
+            let now = context.now
             let (credential, running, generation) = state.withLock { ($0.credential, $0.refresh, $0.generation) }
             if let running {
                 let credential = try await running.value.get()
@@ -214,7 +217,7 @@ public final class TokenAuthenticator: Sendable {
             guard let credential else {
                 throw SignedOut(generation: generation, reason: "not signed in: waiting for credentials")
             }
-            if !refreshed, credential.refreshToken != nil, credential.expires(within: refreshWindow, of: context.now) {
+            if !refreshed, credential.refreshToken != nil, credential.expires(within: window(for: credential), of: now) {
                 refreshed = true
                 _ = try await refresh(replacing: credential, context: context).get()
                 continue
@@ -222,6 +225,15 @@ public final class TokenAuthenticator: Sendable {
             request.headers["Authorization"] = "Bearer \(credential.accessToken)"
             return
         }
+    }
+
+    /// How long before its expiry `credential` is refreshed: ``refreshWindow``,
+    /// or half the token's life when it lives shorter than twice that.
+    private func window(for credential: TokenCredential) -> Duration {
+        guard let expiresAt = credential.expiresAt, let issuedAt = credential.issuedAt else { return refreshWindow }
+        let life = expiresAt.timeIntervalSince(issuedAt)
+        guard life > 0 else { return refreshWindow }
+        return min(refreshWindow, .milliseconds(Int64(life * 500)))
     }
 
     /// On a 401 to a request that carried this authenticator's token: refresh

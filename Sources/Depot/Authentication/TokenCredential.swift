@@ -20,12 +20,17 @@ public struct TokenCredential: Sendable, Hashable, Codable, CustomStringConverti
     /// When the access token stops working; `nil` when unknown (it is then
     /// refreshed only after a 401).
     public var expiresAt: Date?
+    /// When the server issued it, if known: with ``expiresAt``, how long the
+    /// token lives, so that a short-lived one is refreshed at half its life
+    /// rather than before every request (``TokenAuthenticator/refreshWindow``).
+    public var issuedAt: Date?
 
     /// Makes a credential.
-    public init(accessToken: String, refreshToken: String? = nil, expiresAt: Date? = nil) {
+    public init(accessToken: String, refreshToken: String? = nil, expiresAt: Date? = nil, issuedAt: Date? = nil) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
         self.expiresAt = expiresAt
+        self.issuedAt = issuedAt
     }
 
     /// Whether the access token expires within `window` of `now` (or has expired).
