@@ -28,6 +28,8 @@ case "overhead":
     try await OverheadBench.run(operations: arguments.count > 1 ? Int(arguments[1]) ?? 100_000 : 100_000)
 case "outbox":
     try await OutboxBench.run(count: arguments.count > 1 ? Int(arguments[1]) ?? 1000 : 1000, rounds: arguments.count > 2 ? Int(arguments[2]) ?? 5 : 5)
+case "reallink":
+    try await RealLinkBench.run(arguments: arguments)
 case "allocations":
     try await AllocationBench.run(operations: arguments.count > 1 ? Int(arguments[1]) ?? 10_000 : 10_000)
 case "soak":
@@ -37,6 +39,6 @@ case "soak":
     }
     exit(try await SoakBench.run(duration: duration, seed: seed) ? 0 : 1)
 default:
-    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | allocations [operations] | ingest [items] [repeats] | outbox [count] [rounds] | changesets [rows] [repeats] | conditions [trace folder] | nerdfeed [release bin folder] [repeats] | bigfeed [release bin folder] [items] [repeats] | soak [duration] [seed] | serve]")
+    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | allocations [operations] | ingest [items] [repeats] | outbox [count] [rounds] | changesets [rows] [repeats] | conditions [trace folder] | reallink [repeats] [lows] [depot-server path] | nerdfeed [release bin folder] [repeats] | bigfeed [release bin folder] [items] [repeats] | soak [duration] [seed] | serve]")
     exit(2)
 }
