@@ -39,6 +39,10 @@ struct LinkModel {
         var received: Double = 0
         var delivered = 0
         var waiter: Waiter?
+        /// With a bottleneck queue: bytes the server has not yet put into it.
+        var unsent: Double = 0
+        /// With a bottleneck queue: whether the server has started answering.
+        var answering = false
 
         /// Bytes that will arrive before the transfer ends (or breaks).
         var limit: Int { breakAt.map { min($0, size) } ?? size }
@@ -48,7 +52,7 @@ struct LinkModel {
         }
     }
 
-    private(set) var time: Duration = .zero
+    var time: Duration = .zero
     private(set) var link: NetworkSimulator.Link
     private(set) var online = true
     let routes: [NetworkSimulator.Route]
@@ -56,14 +60,16 @@ struct LinkModel {
     private let timeline: [NetworkSimulator.Change]
     private var nextChange = 0
     let chunkSize: Int
-    private(set) var transfers: [Int: Transfer] = [:]
+    var transfers: [Int: Transfer] = [:]
     private(set) var records: [Record] = []
     private var effects: [Effect] = []
     /// Bumped by every change, so a driver can tell whether anything moved.
-    private(set) var version: UInt64 = 0
+    var version: UInt64 = 0
+    /// The bottleneck's queue, when the link has one (``NetworkSimulator/Link/queue``).
+    var bottleneck: Bottleneck?
 
     /// Bytes within this of a boundary count as there (floating point).
-    private static let epsilon = 1e-3
+    static let epsilon = 1e-3
 
     init(link: NetworkSimulator.Link, routes: [NetworkSimulator.Route], timeline: [NetworkSimulator.Change], chunkSize: Int) {
         self.link = link
@@ -71,6 +77,7 @@ struct LinkModel {
         // Stable: changes at the same time apply in the order given.
         self.timeline = timeline.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
         self.chunkSize = chunkSize
+        if let capacity = link.queue { bottleneck = Bottleneck(capacity: Double(capacity)) }
         applyChanges()
     }
 
@@ -118,7 +125,9 @@ struct LinkModel {
         if headers["Content-Length"] == nil { headers["Content-Length"] = String(size) }
         if method == .head { size = 0 }
         records.append(record)
-        transfers[id] = Transfer(id: id, status: status, headers: headers, content: content, size: size, breakAt: breakAt, headAt: time + link.rtt + latency)
+        var transfer = Transfer(id: id, status: status, headers: headers, content: content, size: size, breakAt: breakAt, headAt: time + link.rtt + latency)
+        transfer.unsent = Double(transfer.limit)
+        transfers[id] = transfer
         return .success(id)
     }
 
@@ -205,6 +214,10 @@ struct LinkModel {
     /// The earliest time something a consumer waits for happens, or a scripted change.
     func nextEventTime() -> Duration? {
         var next: Duration? = nextChange < timeline.count ? timeline[nextChange].at : nil
+        if bottleneck != nil {
+            if let queued = nextQueueEventTime() { next = min(next ?? queued, queued) }
+            return next
+        }
         func consider(_ t: Duration) { next = min(next ?? t, t) }
         let rate = shareRate
         for transfer in transfers.values {
@@ -235,6 +248,11 @@ struct LinkModel {
     /// Moves the model to `target`, integrating the flows between every change of shares.
     mutating func advance(to target: Duration) {
         guard target >= time else { return }
+        if bottleneck != nil {
+            advanceQueue(to: target)
+            serveWaiters()
+            return
+        }
         repeat {
             var step = target
             if nextChange < timeline.count { step = min(step, timeline[nextChange].at) }
@@ -262,18 +280,11 @@ struct LinkModel {
     }
 
     /// Applies what is due at `time`: scripted changes, heads, finished and broken flows.
-    private mutating func settleEvents() {
+    mutating func settleEvents() {
         applyChanges()
         for (id, var transfer) in transfers {
-            if case .head = transfer.phase, transfer.headAt <= time {
-                transfer.phase = .body
-                records[id - 1].status = transfer.status
-                records[id - 1].firstByte = time
-                if case .head(let continuation)? = transfer.waiter {
-                    transfer.waiter = nil
-                    effects.append(.resumeHead(continuation, .success(())))
-                }
-                version += 1
+            if bottleneck == nil, case .head = transfer.phase, transfer.headAt <= time {
+                headArrived(&transfer)
             }
             if case .body = transfer.phase, transfer.received + Self.epsilon >= Double(transfer.limit) {
                 transfer.received = Double(transfer.limit)
@@ -286,6 +297,19 @@ struct LinkModel {
             }
             transfers[id] = transfer
         }
+    }
+
+    /// The response head of `transfer` reached the client: its body may flow.
+    mutating func headArrived(_ transfer: inout Transfer) {
+        guard case .head = transfer.phase else { return }
+        transfer.phase = .body
+        records[transfer.id - 1].status = transfer.status
+        records[transfer.id - 1].firstByte = time
+        if case .head(let continuation)? = transfer.waiter {
+            transfer.waiter = nil
+            effects.append(.resumeHead(continuation, .success(())))
+        }
+        version += 1
     }
 
     private mutating func applyChanges() {
@@ -302,8 +326,11 @@ struct LinkModel {
                     if case .body = transfer.phase, transfer.received >= Double(transfer.size) { continue }
                     transfer.phase = .failed(DepotError(.connectionLost, detail: "simulated link went offline"))
                     transfer.breakAt = Int(transfer.received.rounded(.down))
+                    transfer.unsent = 0
                     transfers[id] = transfer
                 }
+                // What the bottleneck held is lost with the link.
+                bottleneck?.clear()
             }
             nextChange += 1
             version += 1

@@ -12,7 +12,9 @@ import Synchronization
 /// - body bytes then flow at a fair share of the link's bandwidth (processor
 ///   sharing: n transfers in their body phase each get 1/n), in chunks of
 ///   ``chunkSize`` bytes, whether or not the consumer is reading yet (an
-///   unbounded receive buffer);
+///   unbounded receive buffer); or, when the link has a ``Link/queue``,
+///   through a FIFO at the bottleneck, so bytes already queued delay every
+///   response behind them, as a router's buffer or `tbf` does;
 /// - a scripted timeline changes bandwidth and round trip, and takes the link
 ///   offline: then `send` fails with ``DepotError/Code/offline`` and transfers
 ///   in flight fail with ``DepotError/Code/connectionLost``;
@@ -44,15 +46,28 @@ public final class NetworkSimulator: Transport, Sendable {
         public var bandwidth: Double
         /// The round-trip time: from `send` to the response head, before server latency.
         public var rtt: Duration
+        /// The bytes the narrowest hop can queue (a router's buffer, a `tbf`
+        /// qdisc's limit), or `nil` for no queue: then every transfer in its
+        /// body phase gets an equal share at once (processor sharing). With a
+        /// queue, servers put bytes into it as fast as it has room (senders
+        /// with more share the room equally) and the link drains it in order:
+        /// a response, its head included, waits behind every byte queued
+        /// before it, as on a real shaped link. Read when the simulator is made.
+        public var queue: Int?
 
         /// Makes a link.
+        ///
+        /// For example, 1 Mbit/s with a 94 KB queue, as `tc qdisc ... tbf rate 1mbit burst 32kb latency 500ms` gives:
+        /// `.init(bandwidth: 1_000_000, rtt: .milliseconds(1), queue: 94_000)`.
         ///
         /// - Parameters:
         ///   - bandwidth: Bits per second.
         ///   - rtt: The round-trip time.
-        public init(bandwidth: Double, rtt: Duration) {
+        ///   - queue: The bottleneck's queue in bytes; `nil` (the default) for fair sharing with no queue.
+        public init(bandwidth: Double, rtt: Duration, queue: Int? = nil) {
             self.bandwidth = max(0, bandwidth)
             self.rtt = max(.zero, rtt)
+            self.queue = queue.map { max(0, $0) }
         }
     }
 

@@ -38,6 +38,7 @@ import Testing
         "ConnectionStatus": ConnectionStatus.self,
         "Credentials": Credentials.self,
         "CredentialStorage": (any CredentialStorage).Type.self,
+        "DelayablePacing": DelayablePacing.self,
         "InMemoryCredentialStorage": InMemoryCredentialStorage.self,
         "InterceptedAttempt": InterceptedAttempt.self,
         "InterceptorContext": InterceptorContext.self,

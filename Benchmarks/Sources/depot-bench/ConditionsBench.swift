@@ -60,6 +60,10 @@ enum ConditionsBench {
         let trace = TraceRecorder()
         var configuration = NetworkController.Configuration(baseURL: URL(string: "http://sim.test")!, transport: simulator, clock: clock, notificationCenter: nil)
         configuration.trace = trace
+        // DEPOT_BENCH_PACING_RTTS=1 tries another delayable pacing budget (round trips; "off" for none).
+        if let text = ProcessInfo.processInfo.environment["DEPOT_BENCH_PACING_RTTS"] {
+            configuration.delayablePacing = Double(text).map { .bandwidthDelay(roundTrips: $0) } ?? .off
+        }
         let prioritised: Bool
         switch setup {
         case .adaptive:

@@ -32,6 +32,8 @@ case "evict":
     try await EvictBench.run(rows: arguments.count > 1 ? Int(arguments[1]) ?? 200_000 : 200_000, repeats: arguments.count > 2 ? Int(arguments[2]) ?? 3 : 3, watch: arguments.count > 3 ? EvictBench.Watch(rawValue: arguments[3]) ?? .all : .all)
 case "outbox":
     try await OutboxBench.run(count: arguments.count > 1 ? Int(arguments[1]) ?? 1000 : 1000, rounds: arguments.count > 2 ? Int(arguments[2]) ?? 5 : 5)
+case "reallink":
+    try await RealLinkBench.run(arguments: arguments)
 case "allocations":
     try await AllocationBench.run(operations: arguments.count > 1 ? Int(arguments[1]) ?? 10_000 : 10_000)
 case "soak":
@@ -41,6 +43,6 @@ case "soak":
     }
     exit(try await SoakBench.run(duration: duration, seed: seed) ? 0 : 1)
 default:
-    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | allocations [operations] | ingest [items] [repeats] | outbox [count] [rounds] | changesets [rows] [repeats] | evict [rows] [repeats] [all|page] | conditions [trace folder] | nerdfeed [release bin folder] [repeats] | firstrows [repetitions] [release bin folder] [trivial Swift program] | bigfeed [release bin folder] [items] [repeats] | soak [duration] [seed] | serve]")
+    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | allocations [operations] | ingest [items] [repeats] | outbox [count] [rounds] | changesets [rows] [repeats] | evict [rows] [repeats] [all|page] | reallink [repeats] [lows] [depot-server path] | conditions [trace folder] | nerdfeed [release bin folder] [repeats] | firstrows [repetitions] [release bin folder] [trivial Swift program] | bigfeed [release bin folder] [items] [repeats] | soak [duration] [seed] | serve]")
     exit(2)
 }

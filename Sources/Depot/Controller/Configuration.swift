@@ -44,6 +44,11 @@ extension NetworkController {
         /// What a bad network pauses and drops. Default: ``QualityRules/default``
         /// (on `.poor`, pause `images` and drop droppable queued work at `.low` and below).
         public var qualityRules: QualityRules
+        /// How delayable work (`.low` and below) is paced so that its bytes do
+        /// not queue ahead of urgent work at the link's bottleneck. Default:
+        /// ``DelayablePacing/default`` (two bandwidth-delay products); `.off`
+        /// starts delayable jobs whenever there is room.
+        public var delayablePacing: DelayablePacing
         /// When failed attempts are retried. Operations may bring their own.
         public var retryPolicy: RetryPolicy
         /// How many retries the controller may spend, so a failing server is not stormed.
@@ -100,6 +105,7 @@ extension NetworkController {
         ///     (``ConcurrencyPolicy/default``; `.fixed(n)` for a fixed limit).
         ///   - monitor: How quality is measured (``ConnectionMonitor/Configuration/default``).
         ///   - qualityRules: What a bad network pauses and drops (``QualityRules/default``).
+        ///   - delayablePacing: How delayable work is paced (``DelayablePacing/default``).
         ///   - retryPolicy: When failed attempts are retried (``RetryPolicy/default``).
         ///   - retryBudget: How many retries the controller may spend (``RetryBudget/default``).
         ///   - probeBackoff: Offline probe delays (1 s, doubling up to 30 s).
@@ -126,6 +132,7 @@ extension NetworkController {
             concurrencyPolicy: ConcurrencyPolicy = .default,
             monitor: ConnectionMonitor.Configuration = .default,
             qualityRules: QualityRules = .default,
+            delayablePacing: DelayablePacing = .default,
             retryPolicy: RetryPolicy = .default,
             retryBudget: RetryBudget = .default,
             probeBackoff: ClosedRange<Duration> = .seconds(1) ... .seconds(30),
@@ -152,6 +159,7 @@ extension NetworkController {
             self.concurrencyPolicy = concurrencyPolicy
             self.monitor = monitor
             self.qualityRules = qualityRules
+            self.delayablePacing = delayablePacing
             self.retryPolicy = retryPolicy
             self.retryBudget = retryBudget
             self.probeBackoff = probeBackoff

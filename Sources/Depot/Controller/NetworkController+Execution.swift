@@ -160,10 +160,13 @@ extension NetworkController {
         let meter = LinkMeter(controller: linkBytes, now: timebase.now)
         defer { meter.finish() }
         let running = environment.running
+        // Only a paced delayable job watches its remaining bytes (one allocation for those alone).
+        let pacing = configuration.delayablePacing.isOn && operation.priority <= Scheduler.delayable ? PacingLatch(job: environment.job) : nil
         let transfer: TransferPipeline.Result
         do {
             transfer = try await pipeline.run(transportRequest, timeout: operation.timeout.capped(at: configuration.longestTransfer), cancelOnTimeout: environment.cancel) { [weak self] progress in
                 meter.record(progress.received)
+                if let pacing { self?.notePacing(pacing, progress) }
                 self?.reportProgress(running, progress)
             }
         } catch {

@@ -46,6 +46,10 @@ extension NetworkController {
             measurements.pendingChanges += measurements.monitor.handle(event, at: now).map { ($0, now) }
             // The policy sees every event (an adaptive one reacts to RTT, not only to quality).
             _ = measurements.policy.update(from: measurements.monitor, at: now)
+            if configuration.delayablePacing.isOn {
+                let budget = configuration.delayablePacing.budget(bandwidth: measurements.monitor.bandwidth, minimumRTT: measurements.monitor.minimumRTT)
+                pacingBudget.store(budget ?? -1, ordering: .relaxed)
+            }
             return measurements.hasChanges
         }
         // Usually nothing changed, and the controller's lock is not needed. Two

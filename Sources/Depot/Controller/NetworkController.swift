@@ -104,6 +104,10 @@ public final class NetworkController: Sendable {
     private static let ticketCounter = Atomic<UInt64>(0)
     /// Body bytes received by every transfer of this controller (see ``LinkMeter``).
     let linkBytes = LinkMeter.Counter()
+    /// The delayable pacing budget in bytes, from the last measurement; -1
+    /// while unknown (see ``DelayablePacing``). Read on every chunk of a
+    /// delayable job, so it is an atomic and not under a lock.
+    let pacingBudget = Atomic<Int64>(-1)
     /// Metrics and spans through the standard packages, when a backend is configured.
     let telemetry: Telemetry
 
@@ -130,7 +134,7 @@ public final class NetworkController: Sendable {
         configuration.trace?.quality(conditions.quality, at: .zero)
         self.telemetry = Telemetry(factory: configuration.metricsFactory, tracer: configuration.tracer, quality: conditions.quality, limit: conditions.effectiveLimit)
         self.measurements = Mutex(measurements)
-        self.state = Mutex(State(scheduler: Scheduler(limit: conditions.effectiveLimit), conditions: conditions))
+        self.state = Mutex(State(scheduler: Scheduler(limit: conditions.effectiveLimit, pacesDelayable: configuration.delayablePacing.isOn), conditions: conditions))
         configuration.authenticator?.attach(self)
     }
 

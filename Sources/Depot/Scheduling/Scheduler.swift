@@ -8,6 +8,9 @@ import DequeModule
 /// - highest priority first, FIFO within a priority;
 /// - at most `limit` jobs running;
 /// - jobs in a paused category wait;
+/// - delayable jobs (`.low` and below) leave room for important work and,
+///   when paced, start one after another (``drained(job:)``) and not while
+///   urgent work (`.high` and above) runs;
 /// - a ticket with dependencies waits until they all succeed, and fails with
 ///   `dependencyFailed` as soon as one fails or is cancelled;
 /// - a ticket whose coalescing key matches a queued or running job joins that
@@ -121,6 +124,16 @@ struct Scheduler: Sendable {
     /// How many of `running` are at a delayable priority: kept with `running`
     /// (`markRunning`, `markStopped`, promotion) so that the mix needs no scan.
     private(set) var runningDelayableJobCount = 0
+    /// Running delayable jobs that may still bring more than the pacing budget,
+    /// and running urgent jobs (see ``paceDelayable``): until ``drained(job:)``
+    /// says a delayable job's remaining bytes fit in it, or until an urgent
+    /// job stops, no delayable job starts.
+    private(set) var heavy: Set<ID> = []
+    /// Whether delayable jobs start one after another (``DelayablePacing``):
+    /// one at a time, each waiting until the one before it has at most the
+    /// budget's bytes still to come. Bytes that low-priority work already has
+    /// in flight sit in the bottleneck's queue ahead of anything urgent.
+    private(set) var paceDelayable = false
     /// Running jobs started by ``trickle(from:)``: they take no slot, so work
     /// that arrives while one trickles starts beside it instead of behind it.
     private(set) var trickling: Set<ID> = []
@@ -137,8 +150,9 @@ struct Scheduler: Sendable {
     /// array, the next event reuses its storage instead of allocating.
     private var out: [Action] = []
 
-    init(limit: Int) {
+    init(limit: Int, pacesDelayable: Bool = false) {
         self.limit = max(0, limit)
+        self.paceDelayable = pacesDelayable
     }
 
     // MARK: Queries
@@ -252,6 +266,28 @@ struct Scheduler: Sendable {
         pump()
         return out
     }
+
+    /// Turns delayable pacing on or off; off, delayable jobs start whenever
+    /// ``delayableRoom`` allows, as before pacing existed.
+    mutating func setPacing(_ on: Bool) -> [Action] {
+        paceDelayable = on
+        begin()
+        pump()
+        return out
+    }
+
+    /// A running delayable job has at most the pacing budget's bytes still to
+    /// come: delayable jobs may start again. A no-op for any other job (an
+    /// urgent job holds delayable work back until it stops).
+    mutating func drained(job id: ID) -> [Action] {
+        guard let job = jobs[id], job.priority < Self.urgent, heavy.remove(id) != nil else { return [] }
+        begin()
+        pump()
+        return out
+    }
+
+    /// Whether a running job still holds back other delayable work under pacing.
+    func isHeavy(_ job: ID) -> Bool { heavy.contains(job) }
 
     /// Changes how many jobs may run at once. Lowering it stops nothing that runs.
     mutating func setLimit(_ newLimit: Int) -> [Action] {
@@ -416,6 +452,8 @@ struct Scheduler: Sendable {
                 let isRunning = running.contains(jobID)
                 if isRunning, job.priority <= Self.delayable, entry.priority > Self.delayable {
                     runningDelayableJobCount -= 1
+                    // Urgent now, it goes on holding delayable work back until drained.
+                    if entry.priority < Self.urgent { heavy.remove(jobID) }
                 }
                 job.priority = entry.priority
                 if !isRunning, !held.contains(jobID) { queues[entry.priority.rawValue].append(jobID) }
@@ -433,17 +471,31 @@ struct Scheduler: Sendable {
     /// and prefetches: it yields the link to more important work.
     static let delayable = Priority.low
 
+    /// Work at this priority or above is "urgent": under pacing, no delayable
+    /// job starts while one runs, so that no delayable bytes queue ahead of its
+    /// later ones. Its own bytes keep the link busy; the link idles for one
+    /// round trip when it ends. (`.normal` work shares the link with one
+    /// delayable job: small requests that wait on round trips would leave it idle.)
+    static let urgent = Priority.high
+
     /// How many delayable jobs run now, and whether important work runs beside them.
     private var runningMix: (delayable: Int, important: Bool) {
         (runningDelayableJobCount, running.count > runningDelayableJobCount)
     }
 
     private mutating func markRunning(_ id: ID, priority: Priority) {
-        if running.insert(id).inserted, priority <= Self.delayable { runningDelayableJobCount += 1 }
+        guard running.insert(id).inserted else { return }
+        if priority <= Self.delayable {
+            runningDelayableJobCount += 1
+            heavy.insert(id)
+        } else if priority >= Self.urgent {
+            heavy.insert(id)
+        }
     }
 
     private mutating func markStopped(_ id: ID, priority: Priority) {
         if running.remove(id) != nil, priority <= Self.delayable { runningDelayableJobCount -= 1 }
+        heavy.remove(id)
         trickling.remove(id)
     }
 
@@ -453,8 +505,10 @@ struct Scheduler: Sendable {
     /// most one delayable job does (Chrome's rule for requests while
     /// layout-blocking ones are in flight). A low-priority transfer that shares
     /// the link slows every other transfer, so this is what lets a high-priority
-    /// request jump a queue of a hundred images on a slow link.
+    /// request jump a queue of a hundred images on a slow link. Under pacing,
+    /// none while a delayable or urgent job that is not yet drained runs.
     private var delayableRoom: Int {
+        if paceDelayable, !heavy.isEmpty { return 0 }
         let mix = runningMix
         let cap = mix.important ? 1 : (limit >= 3 ? limit - 1 : limit)
         return max(0, cap - mix.delayable)

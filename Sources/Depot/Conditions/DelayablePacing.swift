@@ -1,0 +1,69 @@
+/// How delayable work (`.low` and below) is paced, so that its bytes do not
+/// queue ahead of urgent work at the link's bottleneck.
+///
+/// A server writes a whole response into its socket at once. On a slow link
+/// those bytes wait in the narrowest hop's queue (a router's buffer, `tbf`) and
+/// in socket buffers, and a high-priority response queues behind every byte of
+/// every low-priority transfer already under way, whatever the scheduler
+/// does next. Pacing keeps those bytes near the bandwidth-delay product: a
+/// delayable job starts only once the one before it has at most the budget's
+/// bytes still to come (by `Content-Length` and the bytes received), which is
+/// enough to keep the link busy while the next request makes its round trip.
+/// Nor does a delayable job start while urgent work (`.high` and above)
+/// runs: a transfer larger than what its connection sends at once would find
+/// the new job's bytes queued ahead of its own later ones. Its own bytes keep
+/// the link busy. Work at `.normal` is not waited for: small requests that
+/// wait on round trips would leave the link idle.
+///
+/// The budget is `roundTrips` × the measured bandwidth × the minimum round
+/// trip (``ConnectionMonitor``). Until the monitor has a bandwidth estimate,
+/// each delayable job waits for the first bytes of the one before it, which
+/// paces their starts by a round trip.
+///
+/// For example:
+///
+/// ```swift
+/// var configuration = NetworkController.Configuration(baseURL: base)
+/// configuration.delayablePacing = .bandwidthDelay(roundTrips: 1)   // tighter than the default
+/// configuration.delayablePacing = .off                             // as before pacing existed
+/// ```
+public struct DelayablePacing: Sendable, Hashable {
+    /// How many round trips of bytes the budget holds; `nil` when pacing is off.
+    let roundTrips: Double?
+    /// The smallest budget, in bytes.
+    let minimumBytes: Int64
+
+    /// No pacing: delayable jobs start whenever the scheduler has room for them.
+    public static let off = DelayablePacing(roundTrips: nil, minimumBytes: 0)
+
+    /// Two round trips of bytes: one for the next request's round trip, one
+    /// for progress reported in chunks rather than byte by byte.
+    public static let `default` = bandwidthDelay(roundTrips: defaultRoundTrips)
+
+    /// The default's round trips.
+    public static let defaultRoundTrips = 2.0
+
+    /// A budget of `roundTrips` bandwidth-delay products, and at least `minimumBytes`.
+    ///
+    /// - Parameters:
+    ///   - roundTrips: How many round trips' worth of bytes delayable work may
+    ///     still have to come when the next delayable job starts (at least 0).
+    ///   - minimumBytes: The smallest budget in bytes (0).
+    public static func bandwidthDelay(roundTrips: Double, minimumBytes: Int64 = 0) -> DelayablePacing {
+        DelayablePacing(roundTrips: max(0, roundTrips), minimumBytes: max(0, minimumBytes))
+    }
+
+    /// Whether delayable jobs are paced.
+    var isOn: Bool { roundTrips != nil }
+
+    /// The budget in bytes for a link of `bandwidth` bits per second and
+    /// `minimumRTT`; `nil` (no limit on bytes: each job waits only for the
+    /// first bytes of the one before it) while either is unknown.
+    func budget(bandwidth: Double?, minimumRTT: Duration?) -> Int64? {
+        guard let roundTrips, let bandwidth, let minimumRTT else { return nil }
+        let rtt = Double(minimumRTT.components.seconds) + Double(minimumRTT.components.attoseconds) / 1e18
+        let bytes = bandwidth / 8 * rtt * roundTrips
+        guard bytes.isFinite else { return nil }
+        return max(minimumBytes, Int64(bytes.rounded(.up)))
+    }
+}

@@ -1,0 +1,118 @@
+@testable import Depot
+import Testing
+
+/// The scheduler's delayable pacing: one delayable job at a time until the one
+/// before it is drained (at most the budget's bytes still to come).
+@Suite struct SchedulerPacingTests {
+    typealias ID = Ticket.ID
+    func id(_ n: UInt64) -> ID { ID(rawValue: n) }
+
+    func entry(_ n: UInt64, _ priority: Priority = .normal) -> Scheduler.Entry {
+        Scheduler.Entry(id: id(n), priority: priority, category: priority <= .low ? .images : .default)
+    }
+
+    func starts(_ actions: [Scheduler.Action]) -> [UInt64] {
+        actions.compactMap { if case .start(let job) = $0 { return job.rawValue } else { return nil } }
+    }
+
+    @Test func pacedDelayableJobsStartOneAfterAnother() {
+        var scheduler = Scheduler(limit: 6, pacesDelayable: true)
+        // Given 10 low-priority jobs, one starts
+        var started: [UInt64] = []
+        for n in 1...10 { started += starts(scheduler.enqueue(entry(UInt64(n), .low))) }
+        #expect(started == [1])
+        #expect(scheduler.isHeavy(id(1)))
+        // When it is drained, the next starts beside it
+        #expect(starts(scheduler.drained(job: id(1))) == [2])
+        #expect(!scheduler.isHeavy(id(1)))
+        // Drained twice is a no-op; ending a drained job starts nothing new
+        #expect(scheduler.drained(job: id(1)).isEmpty)
+        #expect(starts(scheduler.finish(job: id(1), outcome: .succeeded)).isEmpty)
+        // Ending a heavy job lets the next one start
+        #expect(starts(scheduler.finish(job: id(2), outcome: .succeeded)) == [3])
+    }
+
+    @Test func importantWorkIsNotPaced() {
+        var scheduler = Scheduler(limit: 6, pacesDelayable: true)
+        for n in 1...3 { _ = scheduler.enqueue(entry(UInt64(n), .low)) }
+        var started: [UInt64] = []
+        for n in 10...13 { started += starts(scheduler.enqueue(entry(UInt64(n), .normal))) }
+        #expect(started == [10, 11, 12, 13])
+        #expect(scheduler.runningJobCount == 5)
+    }
+
+    @Test func atALimitOfTwoPacingKeepsTheSecondSlotForImportantWork() {
+        // Unpaced, two low jobs fill both slots and important work waits for one to end.
+        var unpaced = Scheduler(limit: 2)
+        for n in 1...5 { _ = unpaced.enqueue(entry(UInt64(n), .low)) }
+        #expect(starts(unpaced.enqueue(entry(10, .high))).isEmpty)
+        // Paced, the second slot is free until the first job is drained
+        var paced = Scheduler(limit: 2, pacesDelayable: true)
+        for n in 1...5 { _ = paced.enqueue(entry(UInt64(n), .low)) }
+        #expect(starts(paced.enqueue(entry(10, .high))) == [10])
+    }
+
+    @Test func aPromotedJobNoLongerHoldsDelayableWorkBack() {
+        var scheduler = Scheduler(limit: 6, pacesDelayable: true)
+        _ = scheduler.enqueue(Scheduler.Entry(id: id(1), priority: .low, coalescingKey: "a"))
+        _ = scheduler.enqueue(entry(2, .low))
+        // When a normal-priority ticket joins the running job, it is important work
+        let actions = scheduler.enqueue(Scheduler.Entry(id: id(3), priority: .normal, coalescingKey: "a"))
+        #expect(!scheduler.isHeavy(id(1)))
+        #expect(starts(actions) == [2])
+    }
+
+    @Test func aJobPromotedToUrgentGoesOnHoldingDelayableWorkBack() {
+        var scheduler = Scheduler(limit: 6, pacesDelayable: true)
+        _ = scheduler.enqueue(Scheduler.Entry(id: id(1), priority: .low, coalescingKey: "a"))
+        _ = scheduler.enqueue(entry(2, .low))
+        let actions = scheduler.enqueue(Scheduler.Entry(id: id(3), priority: .high, coalescingKey: "a"))
+        #expect(scheduler.isHeavy(id(1)))
+        #expect(starts(actions).isEmpty)
+        #expect(starts(scheduler.drained(job: id(1))).isEmpty)
+        #expect(starts(scheduler.finish(job: id(1), outcome: .succeeded)) == [2])
+    }
+
+    @Test func turningPacingOffStartsWhatItHeldBack() {
+        var scheduler = Scheduler(limit: 4, pacesDelayable: true)
+        for n in 1...5 { _ = scheduler.enqueue(entry(UInt64(n), .low)) }
+        #expect(scheduler.runningJobCount == 1)
+        // Off, the usual rule applies: all slots but one
+        #expect(starts(scheduler.setPacing(false)) == [2, 3])
+    }
+
+    @Test func budgetIsRoundTripsOfTheBandwidthDelayProduct() {
+        let pacing = DelayablePacing.bandwidthDelay(roundTrips: 2, minimumBytes: 1_000)
+        // 1 Mbit/s × 100 ms = 12,500 bytes; two round trips 25,000
+        #expect(pacing.budget(bandwidth: 1_000_000, minimumRTT: .milliseconds(100)) == 25_000)
+        #expect(pacing.budget(bandwidth: 1_000_000, minimumRTT: .microseconds(100)) == 1_000)
+        #expect(pacing.budget(bandwidth: nil, minimumRTT: .milliseconds(100)) == nil)
+        #expect(DelayablePacing.off.budget(bandwidth: 1_000_000, minimumRTT: .milliseconds(100)) == nil)
+        #expect(!DelayablePacing.off.isOn)
+        #expect(DelayablePacing.default.isOn)
+    }
+}
+
+extension SchedulerPacingTests {
+    @Test func urgentWorkHoldsDelayableWorkBackUntilItEnds() {
+        var scheduler = Scheduler(limit: 6, pacesDelayable: true)
+        for n in 1...5 { _ = scheduler.enqueue(entry(UInt64(n), .low)) }
+        // Given a high-priority job beside the running low one
+        #expect(starts(scheduler.enqueue(entry(10, .high))) == [10])
+        #expect(scheduler.isHeavy(id(10)))
+        // When the low job ends, no delayable job starts while the urgent one is heavy
+        #expect(starts(scheduler.finish(job: id(1), outcome: .succeeded)).isEmpty)
+        // Nor when it says it is drained (only delayable jobs drain)
+        #expect(starts(scheduler.drained(job: id(10))).isEmpty)
+        // Then once it ends, the next starts
+        #expect(starts(scheduler.finish(job: id(10), outcome: .succeeded)) == [2])
+    }
+
+    @Test func normalWorkDoesNotHoldDelayableWorkBack() {
+        var scheduler = Scheduler(limit: 6, pacesDelayable: true)
+        for n in 1...5 { _ = scheduler.enqueue(entry(UInt64(n), .low)) }
+        #expect(starts(scheduler.enqueue(entry(10, .normal))) == [10])
+        #expect(!scheduler.isHeavy(id(10)))
+        #expect(starts(scheduler.finish(job: id(1), outcome: .succeeded)) == [2])
+    }
+}
