@@ -30,6 +30,8 @@ extension ScrollingListSubcommand {
     @MainActor
     func scroll() async throws {
         guard more else { return try await list() }
+        // Scrolling goes on from where the last run stopped: a page number would be ignored.
+        guard page == 1 else { throw ValidationError("--more goes on from the pages loaded so far and takes no --page") }
         try await Session.run(options) { session in
             // Pages are data work, held until a sign-in; with no server to
             // ask, the pages loaded before are shown as they are.

@@ -167,6 +167,7 @@ struct CommandLineTests {
         try await Executables.refuses("senbei", [
             (["contacts", "--page", "-1"], "--page must be at least 1"),
             (["leads", "--page", "0"], "--page must be at least 1"),
+            (["contacts", "--more", "--page", "2"], "--more goes on from the pages loaded so far and takes no --page"),
             (["contacts", "--page", "two"], "The value 'two' is invalid for '--page <page>'"),
             (["done", "abc"], "The value 'abc' is invalid for '<id>'"),
             (["comments"], "name one record"),

@@ -180,6 +180,9 @@ enum RealLinkBench {
                 if case .failure = result { failures.value += 1 }
             }
         }
+        // The scenario on a real link, so in real time: the urgent
+        // transfer arrives while the low-priority ones are under way and the
+        // bottleneck's queue is full, not while they are still being queued.
         try await Task.sleep(for: .seconds(2))
         let highStart = clock.now
         _ = try await controller.perform(Get(path: "faults/bytes/\(highBytes)", priority: setup.prioritised ? .high : .normal, category: .default))
