@@ -95,9 +95,18 @@ let package = Package(
         .target(name: "TextLayout"),
         // The example apps' English sync-status line. Internal: UI text is the app's.
         .target(name: "SyncStatusText", dependencies: ["Depot", "DepotStore"]),
+        // libxml2, which Nerdfeed's feed reader drives directly (its SAX2 push
+        // parser): FoundationXML's XMLParser leaks every error message and
+        // costs several times libxml2's own time. Linux: Debian's libxml2-dev.
+        .systemLibrary(
+            name: "CLibXML2",
+            pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"]), .brew(["libxml2"])]
+        ),
         .target(
             name: "NerdfeedKit",
             dependencies: [
+                "CLibXML2",
                 "Depot",
                 "DepotStore",
                 "SyncStatusText",

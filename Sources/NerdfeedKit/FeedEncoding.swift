@@ -1,60 +1,16 @@
 import Depot
 import Foundation
 
-/// What libxml2 will read a feed as, checked before `XMLParser` sees it:
-/// FoundationXML traps (the process dies) when libxml2 hands it an element
-/// name, attribute name, comment or processing instruction that is not UTF-8,
-/// which a hostile or broken feed can cause. The fuzzers found it
-/// (Fuzz/README.md).
+/// What libxml2 will read a feed as, checked before it parses: a document it
+/// reads as UTF-8 must be UTF-8, which libxml2 itself lets slip in names,
+/// comments and processing instructions (Foundation's `XMLParser` trapped on
+/// those; the fuzzers found it, Fuzz/README.md).
 ///
 /// A document libxml2 converts (a UTF-16 byte order mark, or a well-formed
 /// declaration of another encoding) is left to libxml2, which reports bad
 /// bytes as parse errors. Every other document is read as UTF-8, so it must be
-/// UTF-8: a byte that is not fails with `.decoding` before parsing.
+/// UTF-8: a byte that is not fails with `.decoding` and its offset, before parsing.
 enum FeedEncoding {
-    /// `data` as `XMLParser` can take it: checked by ``check(_:)``, and with a
-    /// space added to every processing instruction without data (`<?pi?>`
-    /// becomes `<?pi ?>`), on which libxml2 passes `XMLParser` a null pointer
-    /// that it hands to `strlen` (the process dies). A copy is made only then.
-    static func prepare(_ data: Data) throws(DepotError) -> Data {
-        try check(data)
-        let positions = instructionsWithoutData(data)
-        guard !positions.isEmpty else { return data }
-        var patched = Data(capacity: data.count + positions.count)
-        var start = data.startIndex
-        for position in positions {
-            patched.append(data[start..<position])
-            patched.append(0x20)
-            start = position
-        }
-        patched.append(data[start...])
-        return patched
-    }
-
-    /// Where a `?>` closes a processing instruction that has a target and no
-    /// data (`<?name?>`): the offsets of those `?`.
-    static func instructionsWithoutData(_ data: Data) -> [Data.Index] {
-        var found: [Data.Index] = []
-        data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
-            let bytes = raw.bindMemory(to: UInt8.self)
-            var index = 0
-            while index + 1 < bytes.count {
-                guard bytes[index] == UInt8(ascii: "<"), bytes[index + 1] == UInt8(ascii: "?") else {
-                    index += 1
-                    continue
-                }
-                var end = index + 2
-                while end < bytes.count, bytes[end] != 0x20, bytes[end] != 0x09, bytes[end] != 0x0D, bytes[end] != 0x0A,
-                      bytes[end] != UInt8(ascii: "?"), bytes[end] != UInt8(ascii: ">") { end += 1 }
-                if end > index + 2, end + 1 < bytes.count, bytes[end] == UInt8(ascii: "?"), bytes[end + 1] == UInt8(ascii: ">") {
-                    found.append(data.startIndex + end)
-                }
-                index = end
-            }
-        }
-        return found
-    }
-
     /// Throws `.decoding` when libxml2 would read `data` as UTF-8 and it is not.
     static func check(_ data: Data) throws(DepotError) {
         let head = data.prefix(256)

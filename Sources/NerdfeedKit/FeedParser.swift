@@ -1,8 +1,5 @@
 import Depot
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 
 /// A feed as ``FeedParser`` read it: its title and its items, in document order.
 public struct ParsedFeed: Sendable, Hashable {
@@ -74,8 +71,8 @@ public struct ParsedItem: Sendable, Hashable {
     }
 }
 
-/// Reads RSS 2.0, RSS 1.0 (RDF), RSS 0.9x and Atom 0.3 and 1.0 feeds with a
-/// streaming `XMLParser`, into plain values ready to be merged into the cache.
+/// Reads RSS 2.0, RSS 1.0 (RDF), RSS 0.9x and Atom 0.3 and 1.0 feeds with
+/// libxml2's streaming parser, into plain values ready to be merged into the cache.
 ///
 /// Parsing is kept apart from storing: the parser knows nothing of the database.
 /// ``parse(_:baseURL:removingBreadcrumbs:)`` returns the whole feed;
@@ -97,7 +94,8 @@ public struct ParsedItem: Sendable, Hashable {
 /// counted in ``ParsedFeed/skippedItems``. Documents of any size up to the
 /// controller's body limit are read: the bytes go to libxml2 in small chunks, so
 /// its 10,000,000-byte limit on one chunk never applies, while its limits on
-/// entity expansion (billion laughs, quadratic blowup) still do.
+/// entity expansion (billion laughs, quadratic blowup) still do. External
+/// entities and DTDs are never loaded.
 ///
 /// For example:
 ///
@@ -177,31 +175,15 @@ public struct FeedParser {
         _ body: ([ParsedItem]) throws -> Void
     ) throws -> Summary {
         guard !data.isEmpty else { throw FeedParseFailure.error("the feed is empty") }
-        let data = try FeedEncoding.prepare(data)
+        try FeedEncoding.check(data)
         return try withoutActuallyEscaping(body) { body in
             let reader = FeedReader(baseURL: baseURL, removingBreadcrumbs: removingBreadcrumbs, batchSize: batchSize, deliver: body)
-            // A stream, not the data: XMLParser hands a Data to libxml2 in one
-            // chunk, which fails past 10,000,000 bytes ("huge input lookup").
-            let parser = XMLParser(stream: InputStream(data: data))
-            parser.shouldProcessNamespaces = true
-            parser.shouldResolveExternalEntities = false
-            parser.delegate = reader
-            let finished = parser.parse()
+            let failure = XMLStream(handler: reader).parse(data)
             if let stopped = reader.deliveryError { throw stopped }
             if let failure = reader.failure { throw failure }
-            // On Linux parse() can return true after a fatal error (a bare "&", say): parserError tells.
-            // A warning (an undeclared HTML entity under a DTD that is not read) is not one.
-            let parserError = parser.parserError.flatMap { FeedReader.isWarning($0) ? nil : $0 }
-            if !finished || parserError != nil || reader.firstError != nil {
-                // Where the first error happened: Linux's parser reads on after it, so its position at the end says little.
-                let position = reader.firstError.map { ($0.line, $0.column) } ?? (parser.lineNumber, parser.columnNumber)
-                let error = reader.firstError?.error ?? parserError
-                var detail = "malformed XML at line \(position.0), column \(position.1)"
-                if let error {
-                    // libxml2's error number, such as 68 for a bare "&" or 201 for an undeclared namespace prefix.
-                    detail += " (XMLParser error \((error as NSError).code))"
-                }
-                throw FeedParseFailure.error(detail, xmlError: error)
+            if let failure {
+                // libxml2's error number, such as 68 for a bare "&" or 201 for an undeclared namespace prefix.
+                throw FeedParseFailure.error("malformed XML at line \(failure.line), column \(failure.column) (libxml2 error \(failure.code))", xmlError: failure)
             }
             guard reader.sawFeedRoot else {
                 throw FeedParseFailure.error("not an RSS or Atom feed: no root element")

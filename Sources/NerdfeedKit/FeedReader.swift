@@ -1,10 +1,7 @@
 import Depot
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 
-/// The `XMLParserDelegate` behind ``FeedParser``: a small state machine over
+/// The ``XMLStreamHandler`` behind ``FeedParser``: a small state machine over
 /// the element stack that fills one item at a time and hands finished items
 /// over in batches.
 ///
@@ -13,8 +10,8 @@ import FoundationXML
 /// What an Atom entry's `source` says (the feed it was copied from, with its
 /// own `id`, title, authors and links) is not the entry's, and is ignored.
 ///
-/// Used by one `XMLParser` on one thread for one document, then thrown away.
-final class FeedReader: NSObject, XMLParserDelegate {
+/// Used by one ``XMLStream`` on one thread for one document, then thrown away.
+final class FeedReader: XMLStreamHandler {
     private struct Element {
         var namespace: String
         var name: String
@@ -82,8 +79,6 @@ final class FeedReader: NSObject, XMLParserDelegate {
     private(set) var failure: DepotError?
     /// What `deliver` threw; parsing stopped there.
     private(set) var deliveryError: (any Error)?
-    /// The first error the XML parser reported, and where.
-    private(set) var firstError: (error: any Error, line: Int, column: Int)?
 
     init(baseURL: URL, removingBreadcrumbs: Bool, batchSize: Int, deliver: @escaping ([ParsedItem]) throws -> Void) {
         self.baseURL = baseURL
@@ -92,10 +87,10 @@ final class FeedReader: NSObject, XMLParserDelegate {
         self.deliver = deliver
     }
 
-    // MARK: - XMLParserDelegate
+    // MARK: - XMLStreamHandler
 
-    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
-        let (namespace, localName) = Self.resolve(name, namespaceURI: namespaceURI, qualifiedName: qualifiedName)
+    func startElement(_ name: XMLStream.Name, attributes: [String: String], stream: XMLStream) {
+        let (namespace, localName) = Self.resolve(name)
         if markupDepth != nil {
             // Inside xhtml content: keep the text; a tag separates words, unless inline.
             if !FeedText.isInline(localName) { text += " " }
@@ -108,8 +103,8 @@ final class FeedReader: NSObject, XMLParserDelegate {
         }
         if stack.isEmpty {
             guard isFeedRoot(namespace: namespace, name: localName) else {
-                failure = FeedParseFailure.error("not an RSS or Atom feed: the root element is <\(qualifiedName ?? name)>")
-                parser.abortParsing()
+                failure = FeedParseFailure.error("not an RSS or Atom feed: the root element is <\(name.qualified)>")
+                stream.stop()
                 return
             }
             sawFeedRoot = true
@@ -146,38 +141,21 @@ final class FeedReader: NSObject, XMLParserDelegate {
         return type == "xhtml" || (name == "content" && (type.hasSuffix("+xml") || type.hasSuffix("/xml")))
     }
 
-    func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
-        guard !Self.isWarning(parseError) else { return }
-        if firstError == nil { firstError = (parseError, parser.lineNumber, parser.columnNumber) }
-    }
-
-    /// libxml2's warning 27: an entity the document's DTD should declare, in a
-    /// document whose DTD is not read (external entities stay unresolved). RSS
-    /// 0.91's Netscape DOCTYPE declares the HTML entities that way, and its
-    /// feeds write `&eacute;`: a warning, not a malformed document.
-    static func isWarning(_ error: any Error) -> Bool {
-        let error = error as NSError
-        return error.domain == XMLParser.errorDomain && error.code == 27
-    }
-
-    /// An entity the document does not declare: an HTML one (see ``isWarning(_:)``)
-    /// joins the text as its character; any other is left out.
-    func parser(_ parser: XMLParser, resolveExternalEntityName name: String, systemID: String?) -> Data? {
-        if systemID == nil, let scalar = FeedText.htmlEntities[name].flatMap(Unicode.Scalar.init) {
+    /// An entity the document does not declare: an HTML one joins the text as
+    /// its character; any other is left out. RSS 0.91's Netscape DOCTYPE
+    /// declares the HTML entities in a DTD that is never read, and its feeds
+    /// write `&eacute;`.
+    func undeclaredEntity(_ name: String) {
+        if let scalar = FeedText.htmlEntities[name].flatMap(Unicode.Scalar.init) {
             text.unicodeScalars.append(scalar)
         }
-        return nil
     }
 
-    func parser(_ parser: XMLParser, foundCharacters string: String) {
+    func characters(_ string: String) {
         text += string
     }
 
-    func parser(_ parser: XMLParser, foundCDATA block: Data) {
-        text += String(decoding: block, as: UTF8.self)
-    }
-
-    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+    func endElement(_ name: XMLStream.Name, stream: XMLStream) {
         guard let element = stack.popLast() else { return }
         if let depth = markupDepth {
             if stack.count + 1 > depth {
@@ -193,10 +171,10 @@ final class FeedReader: NSObject, XMLParserDelegate {
         }
         let parent = stack.last
         if isItem(namespace: element.namespace, name: element.name) {
-            finishItem(parser)
+            finishItem(stream)
             return
         }
-        if noteAtomPerson(element, parent: parent, parser: parser) { return }
+        if noteAtomPerson(element, parent: parent, stream: stream) { return }
         guard item != nil else {
             noteFeedLevel(element, parent: parent)
             return
@@ -281,7 +259,7 @@ final class FeedReader: NSObject, XMLParserDelegate {
     /// at the end of the `author` element it becomes the entry's (another of
     /// its authors) or, at the top of the feed, the feed's (the first one).
     /// - Returns: Whether `element` was one of them.
-    private func noteAtomPerson(_ element: Element, parent: Element?, parser: XMLParser) -> Bool {
+    private func noteAtomPerson(_ element: Element, parent: Element?, stream: XMLStream) -> Bool {
         guard FeedNamespace.atom.contains(element.namespace) else { return false }
         let inAuthor = parent.map { $0.name == "author" && FeedNamespace.atom.contains($0.namespace) } ?? false
         switch element.name {
@@ -297,7 +275,7 @@ final class FeedReader: NSObject, XMLParserDelegate {
                 item?.authors.add(author, kind: .atom)
             } else if stack.count == 1, feedAuthor == nil, let author {
                 feedAuthor = author
-                releaseWaiting(parser)
+                releaseWaiting(stream)
             }
         default:
             return false
@@ -317,7 +295,7 @@ final class FeedReader: NSObject, XMLParserDelegate {
         }
     }
 
-    private func finishItem(_ parser: XMLParser) {
+    private func finishItem(_ stream: XMLStream) {
         guard let draft = item else { return }
         item = nil
         guard deliveryError == nil else { return }  // stopped: the parser may still call back
@@ -338,27 +316,27 @@ final class FeedReader: NSObject, XMLParserDelegate {
         // the entries: from the first such entry on, items wait for it.
         if isAtom, feedAuthor == nil, parsed.author == nil || !waitingForAuthor.isEmpty {
             waitingForAuthor.append(parsed)
-            if waitingForAuthor.count >= min(batchSize, Self.mostWaitingForAuthor) { releaseWaiting(parser) }
+            if waitingForAuthor.count >= min(batchSize, Self.mostWaitingForAuthor) { releaseWaiting(stream) }
             return
         }
         batch.append(parsed)
-        if batch.count >= batchSize { flush(parser) }
+        if batch.count >= batchSize { flush(stream) }
     }
 
     /// Moves the items waiting for the feed's author into the batch, with the
     /// author if it is known by now.
-    private func releaseWaiting(_ parser: XMLParser?) {
+    private func releaseWaiting(_ stream: XMLStream?) {
         guard !waitingForAuthor.isEmpty else { return }
         for var waiting in waitingForAuthor {
             if waiting.author == nil { waiting.author = feedAuthor }
             batch.append(waiting)
-            if batch.count >= batchSize { flush(parser) }
+            if batch.count >= batchSize { flush(stream) }
         }
         waitingForAuthor.removeAll(keepingCapacity: true)
     }
 
     /// Hands the batch over; stops the parser if the receiver throws.
-    private func flush(_ parser: XMLParser?) {
+    private func flush(_ stream: XMLStream?) {
         guard !batch.isEmpty, deliveryError == nil else { return }
         let items = batch
         batch.removeAll(keepingCapacity: true)
@@ -367,7 +345,7 @@ final class FeedReader: NSObject, XMLParserDelegate {
             deliveredItems += items.count
         } catch {
             deliveryError = error
-            parser?.abortParsing()
+            stream?.stop()
         }
     }
 
@@ -412,21 +390,11 @@ final class FeedReader: NSObject, XMLParserDelegate {
     }
 
     /// The namespace and local name of an element, also when the namespace was
-    /// not declared (`dc:creator` with no `xmlns:dc` still means Dublin Core).
-    static func resolve(_ name: String, namespaceURI: String?, qualifiedName: String?) -> (namespace: String, name: String) {
-        // The usual cases, without making strings: no prefix anywhere.
-        if !name.utf8.contains(UInt8(ascii: ":")) {
-            if let namespaceURI, !namespaceURI.isEmpty { return (namespaceURI, name) }
-            if !(qualifiedName ?? "").utf8.contains(UInt8(ascii: ":")) { return ("", name) }
-        }
-        // Some XMLParser versions pass the qualified name as the element name.
-        let local = name.split(separator: ":").last.map(String.init) ?? name
-        if let namespaceURI, !namespaceURI.isEmpty { return (namespaceURI, local) }
-        let qualified = qualifiedName ?? name
-        if let colon = qualified.firstIndex(of: ":") {
-            let prefix = String(qualified[..<colon])
-            return (FeedNamespace.wellKnownPrefixes[prefix] ?? "undeclared:" + prefix, local)
-        }
-        return ("", local)
+    /// not declared (`dc:creator` with no `xmlns:dc` still means Dublin Core;
+    /// libxml2 reports the missing declaration as an error all the same).
+    static func resolve(_ name: XMLStream.Name) -> (namespace: String, name: String) {
+        if !name.namespace.isEmpty { return (name.namespace, name.localName) }
+        guard let prefix = name.prefix else { return ("", name.localName) }
+        return (FeedNamespace.wellKnownPrefixes[prefix] ?? "undeclared:" + prefix, name.localName)
     }
 }

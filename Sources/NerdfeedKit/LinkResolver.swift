@@ -31,10 +31,34 @@ enum LinkResolver {
         }
         if text.hasPrefix("https://") || text.hasPrefix("http://") {
             let rest = text.utf8.dropFirst(text.hasPrefix("https://") ? 8 : 7)
-            guard let hostStart = rest.first, hostStart != UInt8(ascii: "/"), !rest.contains(UInt8(ascii: "@")) else { return nil }
+            guard let hostStart = rest.first, hostStart != UInt8(ascii: "/"), !rest.contains(UInt8(ascii: "@")),
+                  isPlainAuthority(rest.prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") })
+            else { return nil }
             return text
         }
         return nil
+    }
+
+    /// Whether an authority is a host name of letters, digits, `-` and `.`,
+    /// with at most a port of digits: what `URL` reads as it is written.
+    /// Anything else (`host:x`, sub-delimiters, brackets) goes the slow way.
+    private static func isPlainAuthority(_ authority: Substring.UTF8View.SubSequence) -> Bool {
+        var inPort = false
+        var portDigits = 0
+        for byte in authority {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                if inPort { portDigits += 1 }
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                if inPort { return false }
+            case UInt8(ascii: ":"):
+                if inPort { return false }
+                inPort = true
+            default:
+                return false
+            }
+        }
+        return !inPort || portDigits > 0
     }
 
     /// URL characters that resolution leaves as they are: unreserved,
