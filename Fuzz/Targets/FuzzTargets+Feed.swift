@@ -13,9 +13,9 @@ extension FuzzTargets {
     /// absolute (it reads back as a URL with a scheme); every date lies in the
     /// years 1 to 9999, which the cache can store.
     ///
-    /// Documents on which `XMLParser` itself traps
+    /// Documents on which Foundation's `XMLParser` traps
     /// (``KnownIssues/xmlParserTraps(on:)``) are fuzzed too: `FeedParser`
-    /// must reject them first (``FeedEncoding``).
+    /// drives libxml2 itself and must read or reject them.
     static func feed(_ data: Data) {
         let feed: ParsedFeed
         do {

@@ -1,5 +1,6 @@
 import Depot
 import Foundation
+import NerdfeedKit
 import Testing
 
 /// What the fuzzers found in Depot's code, fixed, each as the behaviour it
@@ -34,5 +35,15 @@ import Testing
     func aSignOrAStrayDashInADateIsNotADate(value: String) {
         #expect(RetryAfter.httpDate(value, now: arrival1994) == nil)
         #expect(RetryAfter.delay(value, now: arrival1994) == nil)
+    }
+
+    @Test func aLinkWhosePortIsNotDigitsIsDroppedNotKeptAsAbsolute() throws {
+        // Given an item whose only link has a "port" that URL refuses (the feed fuzzer's find)
+        let xml = #"<rss version="2.0"><channel><item><title>T</title><link>https://example.mailto:co&amp;quot;a?a=1</link></item>"#
+            + #"<item><title>U</title><link>https://example.com:8080/u</link></item></channel></rss>"#
+        let feed = try FeedParser.parse(Data(xml.utf8), baseURL: URL(string: "https://forums.example.com/rss")!)
+        // Then the item stays, without a link, and the good port is kept
+        #expect(feed.items.map(\.link) == [nil, "https://example.com:8080/u"])
+        #expect(feed.items.map(\.title) == ["T", "U"])
     }
 }

@@ -5,8 +5,8 @@ import NerdfeedKit
 import Testing
 
 /// Crashes the fuzzers found in code Depot does not own (``KnownIssues``):
-/// `XMLParser` itself still traps on these inputs, and `FeedParser` rejects
-/// them before it gets them (``FeedEncoding``).
+/// Foundation's `XMLParser` still traps on these inputs. `FeedParser`, which
+/// drives libxml2 itself, reads them or rejects them with `.decoding`.
 @Suite struct KnownIssueTests {
     /// UTF-8 documents with a byte that is not UTF-8 where `XMLParser` traps.
     /// (Such a byte in text, an attribute value or a processing instruction's
