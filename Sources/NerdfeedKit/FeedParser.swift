@@ -182,8 +182,11 @@ public struct FeedParser {
             if let stopped = reader.deliveryError { throw stopped }
             if let failure = reader.failure { throw failure }
             if let failure {
-                // libxml2's error number, such as 68 for a bare "&" or 201 for an undeclared namespace prefix.
-                throw FeedParseFailure.error("malformed XML at line \(failure.line), column \(failure.column) (libxml2 error \(failure.code))", xmlError: failure)
+                // libxml2's words ("EntityRef: expecting ';'") and number (68 for a bare "&", 26 for an
+                // undeclared entity, 201 for an undeclared namespace prefix). The words can quote the
+                // document (an entity's name): they are cut short, and terminals get them sanitized.
+                let words = failure.message.isEmpty ? "" : ": " + (failure.message.count > 120 ? failure.message.prefix(119) + "…" : failure.message)
+                throw FeedParseFailure.error("malformed XML at line \(failure.line), column \(failure.column)\(words) (libxml2 error \(failure.code))", xmlError: failure)
             }
             guard reader.sawFeedRoot else {
                 throw FeedParseFailure.error("not an RSS or Atom feed: no root element")
