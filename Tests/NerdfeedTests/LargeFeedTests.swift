@@ -113,6 +113,26 @@ import Testing
         return try await StoreFixtures.perform(FetchForumFeed(url: forumFeedURL), respondingWith: file, in: store).written
     }
 
+    @Test func anIdentityListedTwiceAcrossBatchesKeepsItsFirstItemWhetherNewOrKnown() async throws {
+        try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator) { store in
+            // Given a feed whose first sync had 10 posts
+            #expect(try await perform(Self.rss(items: 10), in: store) == FeedMerge(inserted: 10, updated: 0, unchanged: 0))
+
+            // When it lists 2,500 (three batches): post 5, known, comes again in the third batch as
+            // "Post 5 again", and post 2,100 in the third batch takes the link of post 1,500, new
+            let rss = String(decoding: Self.rss(items: 2_500) { $0 == 2_100 ? "Second 1500" : $0 == 2_200 ? "Post 5 again" : "Renamed \($0)" }, as: UTF8.self)
+                .replacingOccurrences(of: "<link>/posts/2100</link>", with: "<link>/posts/1500</link>")
+                .replacingOccurrences(of: "<link>/posts/2200</link>", with: "<link>/posts/5</link>")
+            let merge = try await perform(Data(rss.utf8), in: store)
+
+            // Then each keeps what its first listing said, and each counts once
+            #expect(try await store.item("https://forums.example.com/posts/5")?.title == "Renamed 5")
+            #expect(try await store.item("https://forums.example.com/posts/1500")?.title == "Renamed 1500")
+            #expect(merge == FeedMerge(inserted: 2_488, updated: 10, unchanged: 0))
+            #expect(try await store.allItems().count == 2_498)
+        }
+    }
+
     @Test func aLargeFeedMergesBatchByBatchAndABreakLaterRollsAllBack() async throws {
         try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator) { store in
             // Given 2,500 items merged (three batches); the link of item 7 comes again
