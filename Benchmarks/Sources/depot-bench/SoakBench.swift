@@ -230,11 +230,23 @@ extension SoakBench {
 
     /// Resident memory of this process, in MB (`VmRSS` in `/proc/self/status`).
     static func residentMegabytes() -> Double {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            return Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0").map { $0 / 1024 } ?? 0
+        statusField("VmRSS").map { $0 / 1024 } ?? 0
+    }
+
+    /// Threads of this process (`Threads` in `/proc/self/status`): libdispatch's
+    /// workers included. Each thread keeps freed chunks in its own malloc cache
+    /// (tcache), which malloc still counts as in use.
+    static func threadCount() -> Int? {
+        statusField("Threads").map { Int($0) }
+    }
+
+    /// The number after `name:` in `/proc/self/status`.
+    static func statusField(_ name: String) -> Double? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix(name + ":") {
+            return line.dropFirst(name.count + 1).split(whereSeparator: \.isWhitespace).first.flatMap { Double($0) }
         }
-        return 0
+        return nil
     }
 
     /// Bytes glibc's malloc has handed out and not had back, in MB: with
@@ -422,6 +434,7 @@ extension SoakBench {
         var rss: Double
         var heap: Double?
         var sqlite: Double?
+        var threads: Int?
         var transfers: Int
         var succeeded = 0, cancelled = 0, failed = 0, changeSets = 0, commits = 0, commitTime = 0
         var stall: Duration
@@ -548,6 +561,7 @@ extension SoakBench {
             current.rss = residentMegabytes()
             current.heap = heapInUseMegabytes()
             current.sqlite = sqliteMegabytes()
+            current.threads = threadCount()
             current.transfers = second % 60 == 0 ? link.rotate() : link.simulator.records.count
             current.succeeded = counters.succeeded.load(ordering: .relaxed)
             current.cancelled = counters.cancelled.load(ordering: .relaxed)
@@ -589,6 +603,7 @@ extension SoakBench {
         say("shutdown: \(report), returned in \(shutdownTime)")
         let longest = minutes.map(\.stall).max() ?? .zero
         say("longest main-actor stall: \(longest) (beyond the \(framePeriod) frame)")
+        say("threads at each minute's end: \(minutes.map { $0.threads.map(String.init) ?? "–" }.joined(separator: ", "))")
 
         let lost = enqueued - (succeeded + cancelled + failed)
         if lost == 0 {

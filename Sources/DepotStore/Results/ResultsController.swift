@@ -139,8 +139,12 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         let observation = ValueObservation.tracking(fetch)
         let writer = store.writer
         let refresh = refresh
+        // Handed over, not captured: a task keeps what its closure captured until
+        // it ends, so a captured `base` (the first snapshot, every row of it) would
+        // stay alive beside the current one for as long as the observation runs.
+        let start = Handoff(base)
         observationTask = Task.detached(priority: .userInitiated) { [weak self] in
-            var current = base
+            guard var current = start.take() else { return }
             do {
                 // Newest-only buffering is the coalescing: commits that land while a
                 // change is computed or delivered collapse into the next fetch.
@@ -258,6 +262,20 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
 
     /// How many change sets have been delivered: handy in tests.
     var deliveredCount: Int { delivered }
+}
+
+/// A value handed to a task once: the task takes it out, so that nothing but
+/// the task's own variable keeps it.
+private final class Handoff<Value: Sendable>: Sendable {
+    private let value: Mutex<Value?>
+
+    init(_ value: Value) {
+        self.value = Mutex(value)
+    }
+
+    func take() -> Value? {
+        value.withLock { $0.take() }
+    }
 }
 
 /// A snapshot and the change set that led to it (`nil` for the first one).
