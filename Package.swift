@@ -59,6 +59,7 @@ let package = Package(
             dependencies: [
                 "Depot",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -213,6 +214,7 @@ let package = Package(
                 "DepotAsyncHTTPClient",
                 "DemoServer",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             resources: [.copy("Fixtures")]
         ),

@@ -2,6 +2,7 @@ import Depot
 import DepotTesting
 import Foundation
 import GRDB
+import Logging
 import Synchronization
 import Testing
 @testable import DepotStore
@@ -128,6 +129,31 @@ import Testing
         }
     }
 
+    /// Nobody awaits a background eviction: when it fails, the retention's logger says so.
+    @Test func aFailedBackgroundEvictionIsLoggedAsAnError() async throws {
+        let clock = ManualClock()
+        let log = LineLog()
+        let logger = Logger(label: "test") { _ in log }
+        let policy = RetentionPolicy(table: "note", keeping: [.maxCount(3, newestBy: "rank")])
+        try await withNoteStore(retention: Retention(policies: [policy], clock: clock, logger: logger)) { store in
+            #expect(log.lines.isEmpty, "the launch eviction succeeded")
+            // Given the policy's table gone (a later migration dropped it)
+            try await store.write { db in try db.execute(sql: "DROP TABLE note") }
+
+            // When a sync's eviction runs
+            store.scheduleEviction()
+            await clock.sleepers(atLeast: 1)
+            clock.advance(by: Retention.defaultDelay)
+            await store.evictionIdle()
+
+            // Then it is logged as an error, with the reason
+            let logged = log.lines
+            #expect(logged.count == 1)
+            #expect(logged.first?.hasPrefix("error background eviction failed") == true)
+            #expect(logged.first?.contains("note") == true, "\(logged)")
+        }
+    }
+
     @Test func aSizeBudgetEvictsTheOldestAndShrinksTheFile() async throws {
         let date = ManualDate()
         let budget = 400_000
@@ -178,5 +204,24 @@ import Testing
         #expect(try await store.read { db in try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") } == 2)
         #expect(try await store.noteIDs().count == 10)
         await store.evictionIdle()
+    }
+}
+
+/// A log handler that keeps each line as "level message metadata".
+private struct LineLog: LogHandler {
+    private final class Lines: Sendable {
+        let value = Mutex<[String]>([])
+    }
+    private let storage = Lines()
+    var lines: [String] { storage.value.withLock { $0 } }
+    var logLevel: Logger.Level = .trace
+    var metadata: Logger.Metadata = [:]
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(event: LogEvent) {
+        let details = (event.metadata ?? [:]).map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
+        storage.value.withLock { $0.append("\(event.level) \(event.message) \(details)") }
     }
 }

@@ -1,6 +1,7 @@
 import Depot
 import Foundation
 import GRDB
+import Logging
 import Synchronization
 
 /// Runs a store's ``Retention``: one eviction at a time, in bounded batches,
@@ -50,9 +51,7 @@ final class Evictor: Sendable {
                     state.waiting = nil
                     return store.map { self.enqueue($0, in: &state) }
                 }
-                if case .failure(let error) = await run?.value {
-                    self.state.withLock { $0.lastError = error }
-                }
+                if case .failure(let error) = await run?.value { self.failed(error) }
             }
         }
     }
@@ -62,10 +61,14 @@ final class Evictor: Sendable {
     func start(_ store: Store) {
         let run = state.withLock { state in enqueue(store, in: &state) }
         Task.detached(priority: .utility) {
-            if case .failure(let error) = await run.value {
-                self.state.withLock { $0.lastError = error }
-            }
+            if case .failure(let error) = await run.value { self.failed(error) }
         }
+    }
+
+    /// A background run failed: nobody awaits it, so it is kept and logged.
+    private func failed(_ error: DepotError) {
+        state.withLock { $0.lastError = error }
+        retention.logger.error("background eviction failed", metadata: ["depot.error": "\(error)"])
     }
 
     /// Whether an eviction waits for its delay: syncs now join it.

@@ -1,5 +1,6 @@
 import Depot
 import Foundation
+import Logging
 
 /// A store's cache retention: its ``RetentionPolicy``s, an optional size
 /// budget for the database file, and how eviction runs.
@@ -9,6 +10,9 @@ import Foundation
 /// at most one batch): when the store opens, a moment after each successful
 /// ``CachingOperation`` write (a burst of syncs runs one eviction), and when
 /// the app calls ``Store/evict()``. Live results see evicted rows as deletions.
+/// A background run that fails (a policy's table dropped by a later
+/// migration, a full disk) is logged as an error to the retention's logger;
+/// ``Store/evict()`` throws instead.
 ///
 /// For example:
 ///
@@ -26,6 +30,7 @@ public struct Retention: Sendable {
     let batchSize: Int
     let delay: Duration
     let clock: any Clock<Duration>
+    let logger: Logger
 
     /// Rows deleted per write transaction unless the retention says otherwise.
     public static let defaultBatchSize = 500
@@ -47,18 +52,23 @@ public struct Retention: Sendable {
     ///   - batchSize: Rows per write transaction.
     ///   - delay: How long after a sync eviction starts; syncs in the meantime join it.
     ///   - clock: Where the delay is measured: inject a manual clock in tests.
+    ///   - logger: Where a failed background eviction is logged, as an error
+    ///     with its ``Depot/DepotError`` (label `depot` by default, as the
+    ///     controller's).
     public init(
         policies: [RetentionPolicy],
         sizeBudget: Int? = nil,
         batchSize: Int = Retention.defaultBatchSize,
         delay: Duration = Retention.defaultDelay,
-        clock: any Clock<Duration> = ContinuousClock()
+        clock: any Clock<Duration> = ContinuousClock(),
+        logger: Logger = Logger(label: "depot")
     ) {
         self.policies = policies
         self.sizeBudget = sizeBudget
         self.batchSize = batchSize
         self.delay = delay
         self.clock = clock
+        self.logger = logger
     }
 }
 
