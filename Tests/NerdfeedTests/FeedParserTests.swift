@@ -332,4 +332,28 @@ import Testing
         let feed = try FeedParser.parse(data, baseURL: forumFeedURL)
         #expect(feed.title == "Café")
     }
+
+    @Test func utf16FeedsWithAByteOrderMarkAndUTF8WithOneAreRead() throws {
+        let xml = #"<?xml version="1.0" encoding="UTF-16"?><rss version="2.0"><channel><title>Café ☕︎</title><item><title>Ünïcödé 𝄞</title><link>/u</link></item></channel></rss>"#
+        let little = Data([0xFF, 0xFE]) + xml.data(using: .utf16LittleEndian)!
+        let big = Data([0xFE, 0xFF]) + xml.data(using: .utf16BigEndian)!
+        let utf8 = Data([0xEF, 0xBB, 0xBF]) + Data(xml.replacingOccurrences(of: "UTF-16", with: "UTF-8").utf8)
+        for data in [little, big, utf8] {
+            let feed = try FeedParser.parse(data, baseURL: forumFeedURL)
+            #expect(feed.title == "Café ☕︎")
+            #expect(feed.items.map(\.title) == ["Ünïcödé 𝄞"])
+            #expect(feed.items.map(\.link) == ["https://forums.example.com/u"])
+        }
+    }
+
+    @Test func aCharacterSplitAcrossTwoChunksIsWhole() throws {
+        // Given a title whose 4-byte character straddles the parser's chunk boundary, at each of its 4 offsets
+        let head = #"<rss version="2.0"><channel><item><title>"#
+        for shift in 1...3 {
+            let filler = String(repeating: "a", count: XMLStream.chunkSize - head.utf8.count - shift)
+            let xml = head + filler + "𝄞</title><link>/c</link></item></channel></rss>"
+            let feed = try FeedParser.parse(Data(xml.utf8), baseURL: forumFeedURL)
+            #expect(feed.items.first?.title.hasSuffix("a𝄞") == true, "shift \(shift)")
+        }
+    }
 }
