@@ -57,23 +57,9 @@ enum NerdfeedBench {
         defer { try? FileManager.default.removeItem(at: folder) }
 
         // A depot-server with 10,000 posts, in its own process.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: server)
-        process.arguments = ["--port", "0", "--initial-posts", "10000"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        defer { process.terminate() }
-        var banner = Data()
-        while !banner.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            banner += chunk
-        }
-        guard let line = String(data: banner, encoding: .utf8), let range = line.range(of: "http://") else {
-            throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "depot-server did not start"])
-        }
-        let base = String(line[range.lowerBound...].prefix { !$0.isWhitespace })
+        let depotServer = try DepotServerProcess.start(server, arguments: ["--port", "0", "--initial-posts", "10000"])
+        defer { depotServer.stop() }
+        let base = depotServer.base
         say("nerdfeed: release binaries from \(binaries), depot-server at \(base)")
 
         // Sync of a 10,000-item feed into an empty cache.

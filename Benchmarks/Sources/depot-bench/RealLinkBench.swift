@@ -95,23 +95,9 @@ enum RealLinkBench {
     }
 
     static func inside(repeats: Int, lows: Int, server: String) async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: server)
-        process.arguments = ["--port", "0"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        defer { process.terminate() }
-        var banner = Data()
-        while !banner.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            banner += chunk
-        }
-        guard let line = String(data: banner, encoding: .utf8), let range = line.range(of: "http://") else {
-            throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "depot-server did not start"])
-        }
-        let base = URL(string: String(line[range.lowerBound...].prefix { !$0.isWhitespace }))!
+        let depotServer = try DepotServerProcess.start(server, arguments: ["--port", "0"])
+        defer { depotServer.stop() }
+        let base = URL(string: depotServer.base)!
         say("reallink: \(lows) × \(lowBytes / 1000) KB low priority, then 1 × \(highBytes / 1000) KB high priority after 2 s; depot-server \(server) at \(base), namespace \(namespace), tbf burst 32kb latency 500ms; \(repeats) repetitions")
         say(loadLine())
         // DEPOT_REALLINK_ONLY="depot|unpaced|fifo|fixed6|fixed2" and DEPOT_REALLINK_RATES="256kbit" select rows.

@@ -350,19 +350,7 @@ struct ServerProcess {
 
     /// Starts `depot-bench serve` (or other `arguments` of it) and reads the port it prints.
     static func start(arguments: [String] = ["serve"]) throws -> ServerProcess {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        var buffer = Data()
-        while !buffer.contains(UInt8(ascii: "\n")) {
-            let chunk = pipe.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            buffer.append(chunk)
-        }
-        let line = String(decoding: buffer, as: UTF8.self)
+        let (process, line) = try ChildProcess.launch(CommandLine.arguments[0], arguments)
         guard let port = line.split(separator: " ").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
             process.terminate()
             throw CocoaError(.featureUnsupported)
@@ -373,6 +361,46 @@ struct ServerProcess {
     func stop() {
         process.terminate()
         process.waitUntilExit()
+    }
+}
+
+/// depot-server as a child process, at the base URL it prints first.
+struct DepotServerProcess {
+    let process: Process
+    /// `http://127.0.0.1:PORT`, as the server printed it.
+    let base: String
+
+    static func start(_ server: String, arguments: [String]) throws -> DepotServerProcess {
+        let (process, line) = try ChildProcess.launch(server, arguments)
+        guard let range = line.range(of: "http://") else {
+            process.terminate()
+            throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "depot-server did not start"])
+        }
+        return DepotServerProcess(process: process, base: String(line[range.lowerBound...].prefix { !$0.isWhitespace }))
+    }
+
+    func stop() {
+        process.terminate()
+    }
+}
+
+/// A child process whose first line of output says where it listens.
+enum ChildProcess {
+    /// Runs `executable` with `arguments` and returns it with the first line it printed.
+    static func launch(_ executable: String, _ arguments: [String]) throws -> (Process, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        var buffer = Data()
+        while !buffer.contains(UInt8(ascii: "\n")) {
+            let chunk = pipe.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            buffer.append(chunk)
+        }
+        return (process, String(decoding: buffer, as: UTF8.self))
     }
 }
 
