@@ -247,7 +247,13 @@ let package = Package(
         // Running the example executables from tests: posix_spawn and tmux.
         .target(
             name: "CLITestSupport",
+            dependencies: ["CSpawnSupport"],
             path: "Tests/CLITestSupport"
+        ),
+        // The GNU extensions Swift's Glibc module leaves out: pipe2, closefrom.
+        .target(
+            name: "CSpawnSupport",
+            path: "Tests/CSpawnSupport"
         ),
         .testTarget(
             name: "NerdfeedTests",

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CSpawnSupport
 import Foundation
 import Synchronization
 
@@ -36,6 +37,18 @@ public func spawn(_ path: String, _ arguments: [String], capture: Bool = true, e
     }
 }
 
+/// A pipe whose two ends close on exec, as `[read, write]`. Tests spawn
+/// children in parallel: a child spawned by another thread while this pipe is
+/// open would otherwise inherit its write end, and the reader would see no end
+/// of output until that child exited. (A timeline test waited past its 120 s
+/// limit for the fuzz smoke run, which had inherited its pipe.) posix_spawn's
+/// dup2 onto 1 and 2 gives the intended child its own copies without the flag.
+public func closeOnExecPipe() throws -> [Int32] {
+    var fds: [Int32] = [-1, -1]
+    guard depot_pipe_cloexec(&fds) == 0 else { throw SpawnError(description: "pipe failed: \(String(cString: strerror(errno)))") }
+    return fds
+}
+
 /// Why a child could not be run.
 public struct SpawnError: Error, CustomStringConvertible {
     public var description: String
@@ -46,7 +59,8 @@ private func spawnAndWait(_ path: String, _ arguments: [String], capture: Bool, 
     var outPipe: [Int32] = [-1, -1]
     var errPipe: [Int32] = [-1, -1]
     if capture {
-        guard pipe(&outPipe) == 0, pipe(&errPipe) == 0 else { throw SpawnError(description: "pipe failed") }
+        outPipe = try closeOnExecPipe()
+        errPipe = try closeOnExecPipe()
     }
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
@@ -60,6 +74,9 @@ private func spawnAndWait(_ path: String, _ arguments: [String], capture: Bool, 
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
     }
+    // And the child gets nothing else of ours: another test's descriptors
+    // (a pipe made without the flag, a server's socket) stay here.
+    depot_spawn_close_from(&actions, 3)
     let argv = ([path] + arguments).map { strdup($0) } + [nil]
     defer { argv.forEach { free($0) } }
     var pid: pid_t = 0
