@@ -97,7 +97,7 @@ extension NetworkController {
     ) throws(DepotError) -> ResultsController<Query.RowDecoder> where Query.RowDecoder: Identifiable & Equatable & Sendable, Query.RowDecoder.ID: Sendable {
         // Inlinable so that fetching, snapshotting and diffing are specialized for the record.
         try makeResults(
-            fetch: { db in try request.fetchAll(db) },
+            query: ResultsQuery(request),
             refresh: ResultsDiff.refresh(sectionKey: sectionKey),
             operation: operation,
             policy: policy)
@@ -106,14 +106,14 @@ extension NetworkController {
     @MainActor
     @usableFromInline
     func makeResults<Record, Operation: CachingOperation>(
-        fetch: @escaping @Sendable (Database) throws -> [Record],
+        query: ResultsQuery<Record>,
         refresh: @escaping ResultsDiff.Refresh<Record>,
         operation: Operation,
         policy: CachePolicy
     ) throws(DepotError) -> ResultsController<Record> {
         let store = try requireStore()
         let status = try SyncStatus(refreshing: operation, with: self, policy: policy)
-        let results = try ResultsController(store: store, fetch: fetch, refresh: refresh, held: policy == .networkOnly)
+        let results = try ResultsController(store: store, query: query, refresh: refresh, held: policy == .networkOnly)
         results.syncStatus = status
 
         guard status.needsRefresh else { return results }

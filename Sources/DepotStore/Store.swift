@@ -54,6 +54,9 @@ public final class Store: Sendable {
     /// What live results show, for ``RetentionReference/results``.
     let liveResults = LiveResults()
 
+    /// Refreshes the live results after each commit.
+    let fanout: CommitFanout
+
     /// How long a connection waits for another process's lock (an app and
     /// its extension, two command-line runs) before it reports "database is
     /// locked", when the configuration does not say.
@@ -110,12 +113,21 @@ public final class Store: Sendable {
             }
             self.writer = pool
             self.openingLock = lock
+            self.fanout = Self.startFanout(on: pool)
         } catch {
             throw DepotError.storage(error, detail: "cannot open the store at \(path)")
         }
         self.currentDate = currentDate
         self.evictor = try Self.startRetention(retention, on: writer)
         evictor?.start(self)
+    }
+
+    /// The writer keeps its observers weakly (the store keeps the fan-out), so
+    /// that a released store releases its pool.
+    private static func startFanout(on writer: any DatabaseWriter) -> CommitFanout {
+        let fanout = CommitFanout(writer: writer)
+        writer.add(transactionObserver: fanout, extent: .observerLifetime)
+        return fanout
     }
 
     /// Checks the policies against the schema and starts counting the
@@ -188,6 +200,7 @@ public final class Store: Sendable {
 
     private init(writer: any DatabaseWriter, evictor: Evictor?, currentDate: @escaping @Sendable () -> Date) {
         self.writer = writer
+        self.fanout = Self.startFanout(on: writer)
         self.openingLock = nil
         self.evictor = evictor
         self.currentDate = currentDate

@@ -303,9 +303,9 @@ struct ResultsControllerTests {
     /// a commit that lands in between must still arrive as a change. The hook
     /// commits inside the first fetch, after its rows are read (its read
     /// transaction still open, so they cannot include the commit), before any
-    /// observer is installed. Dropping the observation's start-up fetches (its
-    /// first value and, on a pool without WAL snapshots, the writer's catch-up)
-    /// makes this test hang until its time limit.
+    /// observer is installed. Dropping the first round that watching a
+    /// controller starts (`CommitFanout.watch`) makes this test hang until its
+    /// time limit.
     @Test(arguments: [false, true])
     func aCommitBetweenTheFirstFetchAndTheObservationIsNotMissed(viaPerformFetch: Bool) async throws {
         // Given a store on a file (a pool: the first fetch runs on a reader, the observer on the writer)
@@ -316,14 +316,15 @@ struct ResultsControllerTests {
 
         // When a commit lands right after the first fetch
         let fetches = Counter()
-        let results = try ResultsController<Item>(store: store, fetch: { db in
+        let query = ResultsQuery<Item>(fetch: { db in
             let rows = try Item.bySection.fetchAll(db)
             fetches.increment()
             if fetches.value == 1 {
                 try store.writer.write { db in try Item(id: 99, section: "s0", rank: 99, title: "in the window").insert(db) }
             }
             return rows
-        }, refresh: ResultsDiff.refresh(sectionKey: nil), held: viaPerformFetch)
+        }, region: { db in try Item.bySection.databaseRegion(db) })
+        let results = try ResultsController<Item>(store: store, query: query, refresh: ResultsDiff.refresh(sectionKey: nil), held: viaPerformFetch)
         if viaPerformFetch { try results.performFetch() }
         #expect(results.fetchedObjects.count == 3, "the first rows were read before the commit")
 
@@ -331,6 +332,77 @@ struct ResultsControllerTests {
         for await update in results.updates() where update.snapshot.fetchedObjects.contains(where: { $0.id == 99 }) { break }
         #expect(results.fetchedObjects.count == 4)
         #expect(results.lastChanges?.inserted.count == 1)
+    }
+
+    /// A results controller whose every fetch `fetches` counts, and which
+    /// throws once `broken` is set.
+    func counted(_ request: QueryInterfaceRequest<Item>, on store: Store, fetches: Counter, broken: Counter? = nil) throws -> ResultsController<Item> {
+        let query = ResultsQuery<Item>(fetch: { db in
+            fetches.increment()
+            if let broken, broken.value > 0 { throw DatabaseError(message: "broken on purpose") }
+            return try request.fetchAll(db)
+        }, region: { db in try request.databaseRegion(db) })
+        return try ResultsController(store: store, query: query, refresh: ResultsDiff.refresh(sectionKey: nil), held: false)
+    }
+
+    /// A commit refetches only the results that read what it changed: a row
+    /// they do not show, or another table, leaves them alone.
+    @Test func aCommitRefetchesOnlyTheResultsWhoseRowsItChanged() async throws {
+        // Given results of row 0, of row 1, and of the whole table
+        let store = try Store.inMemory(migrator: Item.migrator)
+        try await store.write { db in
+            for item in makeItems(3) { try item.insert(db) }
+            try db.create(table: "other") { t in t.primaryKey("id", .integer) }
+        }
+        let rowZeroFetches = Counter()
+        let rowZero = try counted(Item.filter(key: 0), on: store, fetches: rowZeroFetches)
+        let rowOne = try counted(Item.filter(key: 1), on: store, fetches: Counter())
+        let all = try counted(Item.bySection, on: store, fetches: Counter())
+
+        // When row 1, another table, and then row 2 change
+        try await store.write { db in try db.execute(sql: "UPDATE item SET title = 'one' WHERE id = 1") }
+        for await update in rowOne.updates() where update.snapshot.fetchedObjects.first?.title == "one" { break }
+        try await store.write { db in try db.execute(sql: "INSERT INTO other VALUES (1)") }
+        try await store.write { db in try db.execute(sql: "UPDATE item SET title = 'two' WHERE id = 2") }
+        for await update in all.updates() where update.snapshot.fetchedObjects.contains(where: { $0.title == "two" }) { break }
+
+        // Then row 0's results fetched twice only: when made, and in the round that watching them started
+        #expect(rowZeroFetches.value == 2)
+        #expect(rowZero.fetchedObjects.map(\.title) == ["item 0"])
+        #expect(store.fanout.count == 3)
+    }
+
+    /// A fetch that fails stops its own results, with the error; the others
+    /// refreshed by the same commit go on.
+    @Test func aFailingFetchStopsOnlyItsOwnResults() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        try await store.write { db in for item in makeItems(3) { try item.insert(db) } }
+        let broken = Counter()
+        let brokenFetches = Counter()
+        let failing = try counted(Item.bySection, on: store, fetches: brokenFetches, broken: broken)
+        let healthy = try ResultsController(store: store, request: Item.bySection)
+
+        broken.increment()
+        try await store.write { db in try Item(id: 100, section: "s0", rank: 100, title: "new").insert(db) }
+        for await update in healthy.updates() where update.snapshot.fetchedObjects.contains(where: { $0.id == 100 }) { break }
+        #expect(failing.error?.code == .storage)
+        #expect(failing.fetchedObjects.count == 3, "the last snapshot stays")
+        let fetchesWhenFailed = brokenFetches.value
+
+        try await store.write { db in try Item(id: 101, section: "s0", rank: 101, title: "newer").insert(db) }
+        for await update in healthy.updates() where update.snapshot.fetchedObjects.contains(where: { $0.id == 101 }) { break }
+        #expect(brokenFetches.value == fetchesWhenFailed, "a failed observation is not fetched again")
+        #expect(store.fanout.count == 1)
+    }
+
+    /// Released results leave the store's fan-out.
+    @Test func releasedResultsAreNoLongerWatched() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        var results: ResultsController<Item>? = try ResultsController(store: store, request: Item.bySection)
+        #expect(store.fanout.count == 1)
+        _ = results
+        results = nil
+        #expect(store.fanout.count == 0)
     }
 
     /// Commits `count` random edits one by one without giving up the calling

@@ -35,7 +35,7 @@ extension NetworkController {
     ) throws(DepotError) -> PagedResults<Query.RowDecoder> where Query.RowDecoder: Identifiable & Equatable & Sendable, Query.RowDecoder.ID: Sendable {
         // Inlinable so that fetching, snapshotting and diffing are specialized for the record.
         try makePagedResults(
-            fetch: { db in try request.fetchAll(db) },
+            query: ResultsQuery(request),
             refresh: ResultsDiff.refresh(sectionKey: sectionKey),
             endpoint: endpoint,
             policy: policy)
@@ -44,7 +44,7 @@ extension NetworkController {
     @MainActor
     @usableFromInline
     func makePagedResults<Record, Endpoint: PageableEndpoint>(
-        fetch: @escaping @Sendable (Database) throws -> [Record],
+        query: ResultsQuery<Record>,
         refresh: @escaping ResultsDiff.Refresh<Record>,
         endpoint: Endpoint,
         policy: CachePolicy
@@ -66,7 +66,7 @@ extension NetworkController {
         }) { _ async throws(DepotError) in
             await owner.refresh()
         }
-        let results = try ResultsController(store: store, fetch: fetch, refresh: refresh, held: held)
+        let results = try ResultsController(store: store, query: query, refresh: refresh, held: held)
         results.syncStatus = status
         let paged = try PagedResults(results: results, endpoint: endpoint, controller: self, store: store, held: held)
         owner.paged = paged

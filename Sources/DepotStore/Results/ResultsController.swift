@@ -8,13 +8,14 @@ import Synchronization
 /// changed: Depot's NSFetchedResultsController.
 ///
 /// A results controller fetches at once when it is made, so ``sections`` is
-/// ready before the first frame. After each commit that touches the tables it
+/// ready before the first frame. After each commit that touches what it
 /// reads, it refetches off the main actor, computes a ``ResultsChangeSet`` by
 /// identity in O(n), and delivers the new snapshot and the change set on the
 /// main actor. Commits that arrive while a change is being computed are
-/// coalesced into the next one.
+/// coalesced into the next one. However many controllers a store has, a
+/// commit costs one read and one turn of the main actor for all of them.
 ///
-/// Consume it in one of three ways, as with GRDB's `ValueObservation`:
+/// Consume it in one of three ways:
 ///
 /// ```swift
 /// // 1. SwiftUI: it is @Observable.
@@ -60,9 +61,10 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     @ObservationIgnored var revealTask: Task<Void, Never>?
 
     @ObservationIgnored private let store: Store
-    @ObservationIgnored private let fetch: @Sendable (Database) throws -> [Record]
+    @ObservationIgnored private let query: ResultsQuery<Record>
     @ObservationIgnored private let refresh: ResultsDiff.Refresh<Record>
-    @ObservationIgnored private var observationTask: Task<Void, Never>?
+    /// What a commit must change to change the results; found by the first fetch.
+    @ObservationIgnored private var region: DatabaseRegion?
     /// Counts observations started; a change computed by a replaced one is dropped.
     @ObservationIgnored private var observationGeneration = 0
     @ObservationIgnored private var subscribers: [UUID: Subscriber] = [:]
@@ -98,19 +100,19 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         sectionedBy sectionKey: (@Sendable (Record) -> String)? = nil
     ) throws(DepotError) where Query.RowDecoder == Record {
         // Inlinable so that fetching, snapshotting and diffing are specialized for Record.
-        try self.init(store: store, fetch: { db in try request.fetchAll(db) }, refresh: ResultsDiff.refresh(sectionKey: sectionKey), held: false)
+        try self.init(store: store, query: ResultsQuery(request), refresh: ResultsDiff.refresh(sectionKey: sectionKey), held: false)
     }
 
     /// Makes a results controller. `held` ones show nothing until ``performFetch()``.
     @usableFromInline
-    init(store: Store, fetch: @escaping @Sendable (Database) throws -> [Record], refresh: @escaping ResultsDiff.Refresh<Record>, held: Bool) throws(DepotError) {
+    init(store: Store, query: ResultsQuery<Record>, refresh: @escaping ResultsDiff.Refresh<Record>, held: Bool) throws(DepotError) {
         self.store = store
-        self.fetch = fetch
+        self.query = query
         self.refresh = refresh
         self.snapshot = .empty
         self.referenceID = store.liveResults.register()
         if !held {
-            snapshot = refresh(try Self.read(store, fetch), .empty).0
+            snapshot = refresh(try read(), .empty).0
             publishReferences()
             observe(from: snapshot)
         }
@@ -118,53 +120,62 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
 
     isolated deinit {
         store.liveResults.remove(referenceID)
-        observationTask?.cancel()
+        store.fanout.remove(referenceID)
         revealTask?.cancel()
         for subscriber in subscribers.values { subscriber.finish() }
     }
 
-    private static func read(_ store: Store, _ fetch: @Sendable (Database) throws -> [Record]) throws(DepotError) -> [Record] {
+    /// Fetches now; the first read also finds the region that observation watches.
+    private func read() throws(DepotError) -> [Record] {
+        let query = query
+        let known = region != nil
         do {
-            return try store.writer.read(fetch)
+            let (rows, region) = try store.writer.read { db in
+                (try query.fetch(db), known ? nil : try query.region(db))
+            }
+            if let region { self.region = region }
+            return rows
         } catch {
             throw DepotError.storage(error, detail: "fetch failed")
         }
     }
 
-    /// Starts watching the database, diffing against `base`.
+    /// Starts watching the database, diffing against `base`: the store's
+    /// ``CommitFanout`` refetches after each commit that touches ``region``.
     func observe(from base: ResultsSnapshot<Record>) {
-        observationTask?.cancel()
+        guard let region else { return }
         observationGeneration += 1
         let generation = observationGeneration
-        let observation = ValueObservation.tracking(fetch)
-        let writer = store.writer
+        let fetch = query.fetch
         let refresh = refresh
-        // Handed over, not captured: a task keeps what its closure captured until
-        // it ends, so a captured `base` (the first snapshot, every row of it) would
-        // stay alive beside the current one for as long as the observation runs.
-        let start = Handoff(base)
-        observationTask = Task.detached(priority: .userInitiated) { [weak self] in
-            guard var current = start.take() else { return }
-            do {
-                // Newest-only buffering is the coalescing: commits that land while a
-                // change is computed or delivered collapse into the next fetch.
-                for try await rows in observation.values(in: writer, bufferingPolicy: .bufferingNewest(1)) {
-                    let (next, changes) = refresh(rows, current)
-                    guard !changes.isEmpty else { continue }
-                    current = next
-                    guard let self, await self.deliver(next, changes: changes, from: generation) else { return }
+        // The snapshot the next change is computed against. Rounds run one at
+        // a time and deliver before the next begins, so it is always the one
+        // this observation delivered last.
+        let current = Current(base)
+        store.fanout.watch(referenceID, CommitFanout.Client(region: region) { [weak self] db in
+            let rows = Result { try fetch(db) }
+            return {
+                switch rows {
+                case .failure(let error):
+                    return { self?.fail(DepotError.storage(error, detail: "observation failed"), from: generation) }
+                case .success(let rows):
+                    let (next, changes) = refresh(rows, current.value.withLock { $0 })
+                    guard !changes.isEmpty else { return nil }
+                    return {
+                        guard let self, self.deliver(next, changes: changes, from: generation) else { return }
+                        current.value.withLock { $0 = next }
+                    }
                 }
-            } catch is CancellationError {
-            } catch {
-                await self?.fail(DepotError.storage(error, detail: "observation failed"), from: generation)
             }
-        }
+        } fail: { [weak self] error in
+            { self?.fail(error, from: generation) }
+        })
     }
 
     /// Delivers a change computed by observation `generation`, unless a newer
-    /// observation replaced it (``performFetch()`` did): cancelling a task does
-    /// not stop a delivery already waiting for the main actor, and that change
-    /// set was computed against a snapshot that is no longer the current one.
+    /// observation replaced it (``performFetch()`` did): that change set was
+    /// computed against a snapshot that is no longer the current one, and the
+    /// newer observation's first round brings what it missed.
     /// Returns whether the observation is still the current one.
     private func deliver(_ next: ResultsSnapshot<Record>, changes: ResultsChangeSet, from generation: Int) -> Bool {
         guard generation == observationGeneration else { return false }
@@ -172,8 +183,10 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         return true
     }
 
+    /// Stops observation `generation` with `error`, if it is still the current one.
     private func fail(_ error: DepotError, from generation: Int) {
         guard generation == observationGeneration else { return }
+        store.fanout.remove(referenceID)
         fail(error)
     }
 
@@ -186,7 +199,7 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     public func performFetch() throws(DepotError) {
         let rows: [Record]
         do {
-            rows = try Self.read(store, fetch)
+            rows = try read()
         } catch {
             fail(error)
             throw error
@@ -264,17 +277,12 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     var deliveredCount: Int { delivered }
 }
 
-/// A value handed to a task once: the task takes it out, so that nothing but
-/// the task's own variable keeps it.
-private final class Handoff<Value: Sendable>: Sendable {
-    private let value: Mutex<Value?>
+/// The snapshot an observation computes its next change against.
+private final class Current<Record: Sendable>: Sendable {
+    let value: Mutex<ResultsSnapshot<Record>>
 
-    init(_ value: Value) {
-        self.value = Mutex(value)
-    }
-
-    func take() -> Value? {
-        value.withLock { $0.take() }
+    init(_ snapshot: ResultsSnapshot<Record>) {
+        value = Mutex(snapshot)
     }
 }
 
@@ -301,5 +309,24 @@ public final class ResultsObservation: Sendable {
     public func cancel() {
         guard let onCancel = onCancel.withLock({ $0.take() }) else { return }
         Task { @MainActor in onCancel() }
+    }
+}
+
+/// What a results controller reads: its rows, and the region of the database
+/// a commit must change to change them.
+@usableFromInline
+struct ResultsQuery<Record: Sendable>: Sendable {
+    let fetch: @Sendable (Database) throws -> [Record]
+    let region: @Sendable (Database) throws -> DatabaseRegion
+
+    @inlinable
+    init<Query: FetchRequest & Sendable>(_ request: Query) where Query.RowDecoder == Record, Record: FetchableRecord {
+        self.init(fetch: { db in try request.fetchAll(db) }, region: { db in try request.databaseRegion(db) })
+    }
+
+    @usableFromInline
+    init(fetch: @escaping @Sendable (Database) throws -> [Record], region: @escaping @Sendable (Database) throws -> DatabaseRegion) {
+        self.fetch = fetch
+        self.region = region
     }
 }

@@ -1,0 +1,173 @@
+import Depot
+import GRDB
+import Synchronization
+
+/// The store's one transaction observer for live results: after a commit it
+/// refetches, in one read, every results controller whose region the commit
+/// changed, diffs them off the main actor, and delivers them all in one turn
+/// of the main actor.
+///
+/// A `ValueObservation` per controller would give each its own serial queue
+/// and its own read per commit: a commit seen by a few hundred controllers
+/// wakes a few hundred queues at once, and libdispatch on Linux answers a
+/// burst of wakeups on busy cores with new threads that it keeps. Here a
+/// commit costs one task, one read and one main-actor hop, whatever the
+/// number of controllers.
+///
+/// Rounds run one at a time. Commits that land during a round mark their
+/// controllers for the next one, which is the coalescing: a controller sees
+/// the newest rows, not every commit. The callbacks run on the writer's queue;
+/// the state is behind a mutex because controllers come and go on the main
+/// actor and rounds read it from their task.
+final class CommitFanout: TransactionObserver, Sendable {
+    /// The main actor's part of one controller's refresh.
+    typealias Delivery = @MainActor @Sendable () -> Void
+    /// The part after the read, off the database: the diff. `nil`: nothing to deliver.
+    typealias Diff = @Sendable () -> Delivery?
+
+    /// A live result, as the fan-out sees it.
+    struct Client: Sendable {
+        /// What the controller reads; a commit outside it does not wake it.
+        var region: DatabaseRegion
+        /// Fetches the rows inside the round's read, and returns the rest.
+        var read: @Sendable (Database) -> Diff
+        /// Stops the controller (it removes itself) when the round's read failed.
+        var fail: @Sendable (DepotError) -> Delivery
+    }
+
+    private struct State {
+        var clients: [UInt64: Client] = [:]
+        /// The clients that read each table, by the name SQLite reports;
+        /// filled as tables change and kept up to date as clients come and go.
+        var readers: [String: Set<UInt64>] = [:]
+        /// Changed by the current transaction.
+        var changed: Set<UInt64> = []
+        /// Changed by a commit, waiting for a round.
+        var dirty: Set<UInt64> = []
+        var running = false
+
+        mutating func readers(of table: String) -> Set<UInt64> {
+            if let readers = readers[table] { return readers }
+            let kind = DatabaseEventKind.insert(tableName: table)
+            let found = Set(clients.compactMap { id, entry in entry.region.isModified(byEventsOfKind: kind) ? id : nil })
+            readers[table] = found
+            return found
+        }
+
+        /// Starts a round unless one runs or nothing waits; returns whether it did.
+        mutating func startRound() -> Bool {
+            guard !running, !dirty.isEmpty else { return false }
+            running = true
+            return true
+        }
+
+        /// The clients the next round refreshes, or `nil` (and the round ends) when none wait.
+        mutating func takeDirty() -> [Client]? {
+            let batch = dirty.compactMap { clients[$0] }
+            dirty.removeAll()
+            guard !batch.isEmpty else {
+                running = false
+                return nil
+            }
+            return batch
+        }
+
+        mutating func remove(_ id: UInt64) {
+            guard clients.removeValue(forKey: id) != nil else { return }
+            for (table, ids) in readers where ids.contains(id) {
+                readers[table] = ids.subtracting([id])
+            }
+            changed.remove(id)
+            dirty.remove(id)
+        }
+    }
+
+    private let writer: any DatabaseWriter
+    private let state = Mutex(State())
+
+    init(writer: any DatabaseWriter) {
+        self.writer = writer
+    }
+
+    /// Starts (or restarts) delivering to `id`, with a first round at once:
+    /// a commit may have landed since the client's last fetch.
+    func watch(_ id: UInt64, _ client: Client) {
+        schedule(state.withLock { state in
+            state.clients[id] = client
+            for (table, readers) in state.readers {
+                if client.region.isModified(byEventsOfKind: .insert(tableName: table)) {
+                    state.readers[table] = readers.union([id])
+                } else if readers.contains(id) {
+                    state.readers[table] = readers.subtracting([id])
+                }
+            }
+            state.dirty.insert(id)
+            return state.startRound()
+        })
+    }
+
+    /// Stops delivering to `id`.
+    func remove(_ id: UInt64) {
+        state.withLock { state in state.remove(id) }
+    }
+
+    /// How many controllers it delivers to: handy in tests.
+    var count: Int {
+        state.withLock { $0.clients.count }
+    }
+
+    // MARK: TransactionObserver
+
+    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool {
+        state.withLock { !$0.readers(of: eventKind.tableName).isEmpty }
+    }
+
+    func databaseDidChange(with event: DatabaseEvent) {
+        let everyone = state.withLock { state in
+            for id in state.readers(of: event.tableName) where !state.changed.contains(id) {
+                if state.clients[id]?.region.isModified(by: event) == true {
+                    state.changed.insert(id)
+                }
+            }
+            return state.changed.count == state.clients.count
+        }
+        if everyone { stopObservingDatabaseChangesUntilNextTransaction() }
+    }
+
+    func databaseDidCommit(_ db: Database) {
+        schedule(state.withLock { state in
+            state.dirty.formUnion(state.changed)
+            state.changed.removeAll()
+            return state.startRound()
+        })
+    }
+
+    func databaseDidRollback(_ db: Database) {
+        state.withLock { $0.changed.removeAll() }
+    }
+
+    // MARK: Rounds
+
+    private func schedule(_ start: Bool) {
+        guard start else { return }
+        Task.detached(priority: .userInitiated) { await self.run() }
+    }
+
+    private func run() async {
+        while let batch = state.withLock({ $0.takeDirty() }) {
+            var deliveries: [Delivery] = []
+            do {
+                // One read for the whole batch: every controller sees the same commit.
+                let diffs = try await writer.read { db in batch.map { $0.read(db) } }
+                deliveries = diffs.compactMap { $0() }
+            } catch {
+                let error = DepotError.storage(error, detail: "observation failed")
+                deliveries = batch.map { $0.fail(error) }
+            }
+            guard !deliveries.isEmpty else { continue }
+            await MainActor.run {
+                for delivery in deliveries { delivery() }
+            }
+        }
+    }
+}
