@@ -27,8 +27,9 @@ final class CommitFanout: TransactionObserver, Sendable {
 
     /// A live result, as the fan-out sees it.
     struct Client: Sendable {
-        /// What the controller reads; a commit outside it does not wake it.
-        var region: DatabaseRegion
+        /// What the controller reads, found in its first round: a commit
+        /// outside it does not wake the controller. Until then, every commit does.
+        var region: @Sendable (Database) throws -> DatabaseRegion
         /// Fetches the rows inside the round's read, and returns the rest.
         var read: @Sendable (Database) -> Diff
         /// Stops the controller (it removes itself) when the round's read failed.
@@ -37,6 +38,9 @@ final class CommitFanout: TransactionObserver, Sendable {
 
     private struct State {
         var clients: [UInt64: Client] = [:]
+        /// What each client reads, once a round found it. It stays when a
+        /// client is replaced: an id is one controller, with one query.
+        var regions: [UInt64: DatabaseRegion] = [:]
         /// The clients that read each table, by the name SQLite reports;
         /// filled as tables change and kept up to date as clients come and go.
         var readers: [String: Set<UInt64>] = [:]
@@ -45,13 +49,29 @@ final class CommitFanout: TransactionObserver, Sendable {
         /// Changed by a commit, waiting for a round.
         var dirty: Set<UInt64> = []
         var running = false
+        /// Waiting in ``settled()``.
+        var settling: [CheckedContinuation<Void, Never>] = []
+
+        func reads(_ id: UInt64, _ table: String) -> Bool {
+            regions[id]?.isModified(byEventsOfKind: .insert(tableName: table)) ?? true
+        }
 
         mutating func readers(of table: String) -> Set<UInt64> {
             if let readers = readers[table] { return readers }
-            let kind = DatabaseEventKind.insert(tableName: table)
-            let found = Set(clients.compactMap { id, entry in entry.region.isModified(byEventsOfKind: kind) ? id : nil })
+            let found = Set(clients.keys.filter { reads($0, table) })
             readers[table] = found
             return found
+        }
+
+        /// Puts `id` in, or takes it out of, each table's readers.
+        mutating func updateReaders(of id: UInt64) {
+            for (table, ids) in readers {
+                if clients[id] != nil, reads(id, table) {
+                    readers[table] = ids.union([id])
+                } else if ids.contains(id) {
+                    readers[table] = ids.subtracting([id])
+                }
+            }
         }
 
         /// Starts a round unless one runs or nothing waits; returns whether it did.
@@ -62,8 +82,8 @@ final class CommitFanout: TransactionObserver, Sendable {
         }
 
         /// The clients the next round refreshes, or `nil` (and the round ends) when none wait.
-        mutating func takeDirty() -> [Client]? {
-            let batch = dirty.compactMap { clients[$0] }
+        mutating func takeDirty() -> [(id: UInt64, client: Client, knowsRegion: Bool)]? {
+            let batch = dirty.compactMap { id in clients[id].map { (id, $0, regions[id] != nil) } }
             dirty.removeAll()
             guard !batch.isEmpty else {
                 running = false
@@ -72,11 +92,17 @@ final class CommitFanout: TransactionObserver, Sendable {
             return batch
         }
 
+        /// The waiters to resume now that the rounds ended, unless a commit started another.
+        mutating func settled() -> [CheckedContinuation<Void, Never>] {
+            guard !running else { return [] }
+            defer { settling = [] }
+            return settling
+        }
+
         mutating func remove(_ id: UInt64) {
             guard clients.removeValue(forKey: id) != nil else { return }
-            for (table, ids) in readers where ids.contains(id) {
-                readers[table] = ids.subtracting([id])
-            }
+            regions[id] = nil
+            updateReaders(of: id)
             changed.remove(id)
             dirty.remove(id)
         }
@@ -94,13 +120,7 @@ final class CommitFanout: TransactionObserver, Sendable {
     func watch(_ id: UInt64, _ client: Client) {
         schedule(state.withLock { state in
             state.clients[id] = client
-            for (table, readers) in state.readers {
-                if client.region.isModified(byEventsOfKind: .insert(tableName: table)) {
-                    state.readers[table] = readers.union([id])
-                } else if readers.contains(id) {
-                    state.readers[table] = readers.subtracting([id])
-                }
-            }
+            state.updateReaders(of: id)
             state.dirty.insert(id)
             return state.startRound()
         })
@@ -109,6 +129,18 @@ final class CommitFanout: TransactionObserver, Sendable {
     /// Stops delivering to `id`.
     func remove(_ id: UInt64) {
         state.withLock { state in state.remove(id) }
+    }
+
+    /// Returns once no round runs and no commit waits for one: handy in tests.
+    func settled() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state in
+                guard state.running || !state.dirty.isEmpty else { return true }
+                state.settling.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 
     /// How many controllers it delivers to: handy in tests.
@@ -125,7 +157,7 @@ final class CommitFanout: TransactionObserver, Sendable {
     func databaseDidChange(with event: DatabaseEvent) {
         let everyone = state.withLock { state in
             for id in state.readers(of: event.tableName) where !state.changed.contains(id) {
-                if state.clients[id]?.region.isModified(by: event) == true {
+                if state.regions[id]?.isModified(by: event) ?? true {
                     state.changed.insert(id)
                 }
             }
@@ -154,15 +186,29 @@ final class CommitFanout: TransactionObserver, Sendable {
     }
 
     private func run() async {
+        defer {
+            for waiter in state.withLock({ $0.settled() }) { waiter.resume() }
+        }
         while let batch = state.withLock({ $0.takeDirty() }) {
             var deliveries: [Delivery] = []
             do {
                 // One read for the whole batch: every controller sees the same commit.
-                let diffs = try await writer.read { db in batch.map { $0.read(db) } }
-                deliveries = diffs.compactMap { $0() }
+                let reads = try await writer.read { db in
+                    batch.map { entry in
+                        (region: entry.knowsRegion ? nil : try? entry.client.region(db), diff: entry.client.read(db))
+                    }
+                }
+                state.withLock { state in
+                    for (entry, read) in zip(batch, reads) where state.clients[entry.id] != nil {
+                        guard let region = read.region else { continue }
+                        state.regions[entry.id] = region
+                        state.updateReaders(of: entry.id)
+                    }
+                }
+                deliveries = reads.compactMap { $0.diff() }
             } catch {
                 let error = DepotError.storage(error, detail: "observation failed")
-                deliveries = batch.map { $0.fail(error) }
+                deliveries = batch.map { $0.client.fail(error) }
             }
             guard !deliveries.isEmpty else { continue }
             await MainActor.run {

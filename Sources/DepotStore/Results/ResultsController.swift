@@ -63,8 +63,6 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     @ObservationIgnored private let store: Store
     @ObservationIgnored private let query: ResultsQuery<Record>
     @ObservationIgnored private let refresh: ResultsDiff.Refresh<Record>
-    /// What a commit must change to change the results; found by the first fetch.
-    @ObservationIgnored private var region: DatabaseRegion?
     /// Counts observations started; a change computed by a replaced one is dropped.
     @ObservationIgnored private var observationGeneration = 0
     @ObservationIgnored private var subscribers: [UUID: Subscriber] = [:]
@@ -125,25 +123,19 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         for subscriber in subscribers.values { subscriber.finish() }
     }
 
-    /// Fetches now; the first read also finds the region that observation watches.
+    /// Fetches now.
     private func read() throws(DepotError) -> [Record] {
-        let query = query
-        let known = region != nil
         do {
-            let (rows, region) = try store.writer.read { db in
-                (try query.fetch(db), known ? nil : try query.region(db))
-            }
-            if let region { self.region = region }
-            return rows
+            return try store.writer.read(query.fetch)
         } catch {
             throw DepotError.storage(error, detail: "fetch failed")
         }
     }
 
     /// Starts watching the database, diffing against `base`: the store's
-    /// ``CommitFanout`` refetches after each commit that touches ``region``.
+    /// ``CommitFanout`` refetches after each commit that touches what the
+    /// query reads.
     func observe(from base: ResultsSnapshot<Record>) {
-        guard let region else { return }
         observationGeneration += 1
         let generation = observationGeneration
         let fetch = query.fetch
@@ -152,7 +144,7 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         // a time and deliver before the next begins, so it is always the one
         // this observation delivered last.
         let current = Current(base)
-        store.fanout.watch(referenceID, CommitFanout.Client(region: region) { [weak self] db in
+        store.fanout.watch(referenceID, CommitFanout.Client(region: query.region) { [weak self] db in
             let rows = Result { try fetch(db) }
             return {
                 switch rows {
