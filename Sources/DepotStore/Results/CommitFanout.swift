@@ -150,8 +150,14 @@ final class CommitFanout: TransactionObserver, Sendable {
 
     // MARK: TransactionObserver
 
+    /// GRDB asks before each statement runs. A statement on a table whose
+    /// readers this transaction already changed is not watched: a sync that
+    /// inserts a million rows one statement at a time costs one event, not a
+    /// million.
     func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool {
-        state.withLock { !$0.readers(of: eventKind.tableName).isEmpty }
+        state.withLock { state in
+            !state.readers(of: eventKind.tableName).isSubset(of: state.changed)
+        }
     }
 
     func databaseDidChange(with event: DatabaseEvent) {
