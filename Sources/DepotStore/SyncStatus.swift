@@ -69,7 +69,8 @@ public final class SyncStatus {
     @ObservationIgnored private var events: (@Sendable () -> AsyncStream<NetworkEvent>)?
     @ObservationIgnored private var reconnectTask: Task<Void, Never>?
     @ObservationIgnored private var running: Task<Void, Never>?
-    @ObservationIgnored private var ledgerTask: Task<Void, Never>?
+    /// This status's client of the store's ``CommitFanout``, which follows its ledger entry.
+    @ObservationIgnored private var ledgerWatch: UInt64?
     @ObservationIgnored private var autoRefreshTask: Task<Void, Never>?
     @ObservationIgnored private var continuations: [UUID: AsyncStream<State>.Continuation] = [:]
     @ObservationIgnored private(set) var refreshCount = 0
@@ -140,7 +141,7 @@ public final class SyncStatus {
 
     isolated deinit {
         running?.cancel()
-        ledgerTask?.cancel()
+        if let ledgerWatch { store.fanout.remove(ledgerWatch) }
         autoRefreshTask?.cancel()
         reconnectTask?.cancel()
         for continuation in continuations.values { continuation.finish() }
@@ -317,18 +318,13 @@ public final class SyncStatus {
 
     private func watchLedger() {
         let key = key
-        let observation = ValueObservation.tracking { db in try SyncLedger.entry(for: key, in: db) }
-        let writer = store.writer
-        ledgerTask = Task { [weak self] in
-            do {
-                for try await entry in observation.values(in: writer, bufferingPolicy: .bufferingNewest(1)) {
-                    guard let self else { return }
-                    self.apply(entry)
-                }
-            } catch {
-                // The ledger is gone (the store closed): keep the last known state.
-            }
-        }
+        let id = store.fanout.makeID()
+        ledgerWatch = id
+        store.fanout.watch(id, region: { db in try Table(SyncLedger.tableName).databaseRegion(db) }, fetch: { db in
+            try SyncLedger.entry(for: key, in: db)
+        }, apply: { [weak self] entry in
+            self?.apply(entry)
+        })
     }
 }
 

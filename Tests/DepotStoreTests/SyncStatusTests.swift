@@ -50,6 +50,21 @@ struct SyncStatusTests {
         #expect(transport.requests.isEmpty)
     }
 
+    /// A live status follows its ledger entry, also when the entry goes.
+    @Test func aLedgerResetShowsOnALiveStatus() async throws {
+        let date = ManualDate()
+        let store = try Store.inMemory(migrator: Item.migrator, currentDate: date.provider)
+        try await seed(store, items: 3, syncedAt: date.now)
+        let results = try controller(FixtureTransport(), store: store).results(for: Item.bySection, refreshing: fetch, policy: .cacheOnly)
+        let status = try #require(results.syncStatus)
+        #expect(status.lastSynced == date.now)
+
+        try await store.ledger.reset("items")
+        await store.fanout.settled()
+
+        #expect(status.lastSynced == nil, "the entry is gone: never synced")
+    }
+
     @Test func cacheThenNetworkShowsTheCacheThenTheFreshRows() async throws {
         let date = ManualDate()
         let store = try Store.inMemory(migrator: Item.migrator, currentDate: date.provider)

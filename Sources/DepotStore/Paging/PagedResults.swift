@@ -67,7 +67,8 @@ public final class PagedResults<Record: FetchableRecord & Identifiable & Equatab
     @ObservationIgnored private var ended = false
     @ObservationIgnored private var nextPageTask: Task<Void, Never>?
     @ObservationIgnored private var refreshTask: Task<Void, Never>?
-    @ObservationIgnored private var stateTask: Task<Void, Never>?
+    /// This list's client of the store's ``CommitFanout``, which follows its paging state.
+    @ObservationIgnored private var stateWatch: UInt64?
     /// The refresh the policy started when the results were made; tests await it.
     @ObservationIgnored var initialLoad: Task<Void, Never>?
     @ObservationIgnored private var held: Bool
@@ -119,7 +120,7 @@ public final class PagedResults<Record: FetchableRecord & Identifiable & Equatab
     }
 
     isolated deinit {
-        stateTask?.cancel()
+        if let stateWatch { store.fanout.remove(stateWatch) }
         nextPageTask?.cancel()
         refreshTask?.cancel()
         initialLoad?.cancel()
@@ -243,18 +244,15 @@ public final class PagedResults<Record: FetchableRecord & Identifiable & Equatab
     /// first page's sync status refreshing on its own, another process).
     private func watchState() {
         let key = pagingKey
-        let observation = ValueObservation.tracking { db in try PagingTable.state(for: key, in: db) }
-        let writer = store.writer
-        stateTask = Task { [weak self] in
-            do {
-                for try await state in observation.values(in: writer, bufferingPolicy: .bufferingNewest(1)) {
-                    guard let self else { return }
-                    self.apply(state)
-                }
-            } catch {
-                // The store closed: keep the last known state.
-            }
-        }
+        let id = store.fanout.makeID()
+        stateWatch = id
+        store.fanout.watch(id, region: { db in
+            try Table(PagingTable.pages).databaseRegion(db).union(Table(PagingTable.items).databaseRegion(db))
+        }, fetch: { db in
+            try PagingTable.state(for: key, in: db)
+        }, apply: { [weak self] state in
+            self?.apply(state)
+        })
     }
 }
 

@@ -2,12 +2,13 @@ import Depot
 import GRDB
 import Synchronization
 
-/// The store's one transaction observer for live results: after a commit it
-/// refetches, in one read, every results controller whose region the commit
-/// changed, diffs them off the main actor, and delivers them all in one turn
-/// of the main actor.
+/// The store's one transaction observer for what the view layer watches
+/// (results controllers, sync statuses, paged lists' state): after a commit
+/// it refetches, in one read, every client whose region the commit changed,
+/// diffs off the main actor, and delivers to them all in one turn of the
+/// main actor.
 ///
-/// A `ValueObservation` per controller would give each its own serial queue
+/// A `ValueObservation` per client would give each its own serial queue
 /// and its own read per commit: a commit seen by a few hundred controllers
 /// wakes a few hundred queues at once, and libdispatch on Linux answers a
 /// burst of wakeups on busy cores with new threads that it keeps. Here a
@@ -49,6 +50,7 @@ final class CommitFanout: TransactionObserver, Sendable {
         /// Changed by a commit, waiting for a round.
         var dirty: Set<UInt64> = []
         var running = false
+        var ids: UInt64 = 0
         /// Waiting in ``settled()``.
         var settling: [CheckedContinuation<Void, Never>] = []
 
@@ -124,6 +126,31 @@ final class CommitFanout: TransactionObserver, Sendable {
             state.dirty.insert(id)
             return state.startRound()
         })
+    }
+
+    /// A new client id.
+    func makeID() -> UInt64 {
+        state.withLock { state in
+            state.ids += 1
+            return state.ids
+        }
+    }
+
+    /// Watches one value, as a `ValueObservation` would: fetches it in a
+    /// first round, then after each commit that changes `region`, and hands
+    /// it to `apply` on the main actor. A fetch that fails delivers nothing:
+    /// the store closed, and the last value stays.
+    func watch<Value: Sendable>(
+        _ id: UInt64,
+        region: @escaping @Sendable (Database) throws -> DatabaseRegion,
+        fetch: @escaping @Sendable (Database) throws -> Value,
+        apply: @escaping @MainActor @Sendable (Value) -> Void
+    ) {
+        let read: @Sendable (Database) -> Diff = { db in
+            guard let value = try? fetch(db) else { return { nil } }
+            return { { apply(value) } }
+        }
+        watch(id, Client(region: region, read: read, fail: { _ in {} }))
     }
 
     /// Stops delivering to `id`.

@@ -69,6 +69,8 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     @ObservationIgnored private var delivered = 0
     /// This controller's entry in the store's ``LiveResults``, for retention.
     @ObservationIgnored private let referenceID: UInt64
+    /// This controller's client of the store's ``CommitFanout``.
+    @ObservationIgnored private let observerID: UInt64
 
     private struct Subscriber {
         var onChange: @MainActor (ResultsUpdate<Record>) -> Void
@@ -109,6 +111,7 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         self.refresh = refresh
         self.snapshot = .empty
         self.referenceID = store.liveResults.register()
+        self.observerID = store.fanout.makeID()
         if !held {
             snapshot = refresh(try read(), .empty).0
             publishReferences()
@@ -118,7 +121,7 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
 
     isolated deinit {
         store.liveResults.remove(referenceID)
-        store.fanout.remove(referenceID)
+        store.fanout.remove(observerID)
         revealTask?.cancel()
         for subscriber in subscribers.values { subscriber.finish() }
     }
@@ -144,7 +147,7 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         // a time and deliver before the next begins, so it is always the one
         // this observation delivered last.
         let current = Current(base)
-        store.fanout.watch(referenceID, CommitFanout.Client(region: query.region) { [weak self] db in
+        store.fanout.watch(observerID, CommitFanout.Client(region: query.region) { [weak self] db in
             let rows = Result { try fetch(db) }
             return {
                 switch rows {
@@ -178,7 +181,7 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     /// Stops observation `generation` with `error`, if it is still the current one.
     private func fail(_ error: DepotError, from generation: Int) {
         guard generation == observationGeneration else { return }
-        store.fanout.remove(referenceID)
+        store.fanout.remove(observerID)
         fail(error)
     }
 
