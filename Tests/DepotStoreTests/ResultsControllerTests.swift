@@ -408,6 +408,21 @@ struct ResultsControllerTests {
         #expect(store.fanout.count == 0)
     }
 
+    /// The writer keeps the fan-out weakly: a store released with its
+    /// results releases its database, and a file store would close its file.
+    @Test func aReleasedStoreWithItsResultsReleasesItsDatabase() async throws {
+        weak var writer: (any DatabaseWriter)?
+        do {
+            let store = try Store.inMemory(migrator: Item.migrator)
+            writer = store.writer
+            let results = try ResultsController(store: store, request: Item.bySection)
+            try await store.write { db in try Item(id: 1, section: "s0", rank: 1, title: "one").insert(db) }
+            await store.fanout.settled()
+            #expect(results.fetchedObjects.count == 1)
+        }
+        #expect(writer == nil)
+    }
+
     /// Commits `count` random edits one by one without giving up the calling
     /// thread (the main actor here), so no delivery can run in between.
     static func blockingEdits(_ count: Int, store: Store, seed: UInt64) throws {
