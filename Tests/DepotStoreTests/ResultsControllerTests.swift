@@ -1,4 +1,5 @@
 import Depot
+import Dispatch
 import DepotTesting
 import Foundation
 import GRDB
@@ -360,6 +361,11 @@ struct ResultsControllerTests {
         let all = try counted(Item.bySection, on: store, fetches: Counter())
         await store.fanout.settled()
         #expect(rowZeroFetches.value == 2, "made, then the first round, which finds what it reads")
+        // A new client counts as changed by the transaction open when it was
+        // made, if any: the next commit refreshes it once more, whatever it wrote.
+        try await store.write { db in try db.execute(sql: "INSERT INTO other VALUES (0)") }
+        await store.fanout.settled()
+        #expect(rowZeroFetches.value == 3)
 
         // When row 1, another table, and then row 2 change
         try await store.write { db in try db.execute(sql: "UPDATE item SET title = 'one' WHERE id = 1") }
@@ -368,7 +374,7 @@ struct ResultsControllerTests {
         await store.fanout.settled()
 
         // Then row 0's results were not fetched again; the others were
-        #expect(rowZeroFetches.value == 2)
+        #expect(rowZeroFetches.value == 3)
         #expect(rowZero.fetchedObjects.map(\.title) == ["item 0"])
         #expect(rowOne.fetchedObjects.map(\.title) == ["one"])
         #expect(all.fetchedObjects.map(\.title) == ["item 0", "one", "two"])
@@ -421,6 +427,83 @@ struct ResultsControllerTests {
             #expect(results.fetchedObjects.count == 1)
         }
         #expect(writer == nil)
+    }
+
+    /// A controller made while a write transaction is open sees its commit:
+    /// on a pool, its first fetch and first round read the snapshot before
+    /// that transaction, and the transaction wrote before the controller was
+    /// there to be marked.
+    @Test func aControllerMadeDuringAnOpenTransactionSeesItsCommit() async throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try Store(path: folder.appending(path: "mid.sqlite").path, migrator: Item.migrator)
+        try await store.write { db in for item in makeItems(3) { try item.insert(db) } }
+
+        let (inserted, insertedContinuation) = AsyncStream<Void>.makeStream()
+        let proceed = DispatchSemaphore(value: 0)
+        let write = Task.detached {
+            try await store.write { db in
+                try Item(id: 99, section: "s0", rank: 99, title: "mid").insert(db)
+                insertedContinuation.yield(())
+                proceed.wait()
+            }
+        }
+        for await _ in inserted { break }
+
+        // The transaction is open, its insert not committed.
+        let results = try ResultsController(store: store, request: Item.bySection)
+        #expect(results.fetchedObjects.count == 3)
+        await store.fanout.settled()
+
+        proceed.signal()
+        try await write.value
+        await store.fanout.settled()
+        #expect(results.fetchedObjects.count == 4, "the commit after the controller was made is lost")
+    }
+
+    /// `Database.notifyChanges(in:)`, GRDB's way to tell observers of a
+    /// change they could not see (another connection, another process),
+    /// refreshes the results.
+    @Test func notifyChangesRefreshesTheResults() async throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appending(path: "notify.sqlite").path
+        let store = try Store(path: path, migrator: Item.migrator)
+        try await store.write { db in for item in makeItems(3) { try item.insert(db) } }
+        let results = try ResultsController(store: store, request: Item.bySection)
+        await store.fanout.settled()
+
+        // Another connection (as another process would) writes.
+        let other = try DatabaseQueue(path: path)
+        try await other.write { db in try Item(id: 99, section: "s0", rank: 99, title: "elsewhere").insert(db) }
+        try other.close()
+        // The app tells the store's observers, as GRDB documents.
+        try await store.write { db in try db.notifyChanges(in: Item.all()) }
+        await store.fanout.settled()
+        #expect(results.fetchedObjects.count == 4)
+    }
+
+    /// A `DELETE FROM item` compiled while the fan-out did not watch `item`
+    /// (its readers were already changed in that transaction), then run from
+    /// the statement cache in a later one, is still seen: GRDB decides per
+    /// execution, not per compilation, whether SQLite may truncate.
+    @Test func aCachedDeleteAllCompiledWhileTheTableWasNotWatchedIsSeen() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        try await store.write { db in for item in makeItems(3) { try item.insert(db) } }
+        let results = try ResultsController(store: store, request: Item.bySection)
+        await store.fanout.settled()
+
+        try await store.write { db in
+            try Item(id: 99, section: "s0", rank: 99, title: "x").insert(db)
+            _ = try db.cachedStatement(sql: "DELETE FROM item")  // compiled now, not run
+        }
+        await store.fanout.settled()
+        #expect(results.fetchedObjects.count == 4)
+
+        try await store.write { db in try db.cachedStatement(sql: "DELETE FROM item").execute() }
+        await store.fanout.settled()
+        #expect(try await store.read { db in try Item.fetchCount(db) } == 0)
+        #expect(results.fetchedObjects.count == 0, "the delete is lost")
     }
 
     /// Commits `count` random edits one by one without giving up the calling

@@ -241,7 +241,7 @@ public final class PagedResults<Record: FetchableRecord & Identifiable & Equatab
     }
 
     /// Follows the paging state, also when something else writes it (the
-    /// first page's sync status refreshing on its own, another process).
+    /// first page's sync status refreshing on its own, another operation).
     private func watchState() {
         let key = pagingKey
         let id = store.fanout.makeID()

@@ -118,11 +118,16 @@ final class CommitFanout: TransactionObserver, Sendable {
     }
 
     /// Starts (or restarts) delivering to `id`, with a first round at once:
-    /// a commit may have landed since the client's last fetch.
+    /// a commit may have landed since the client's last fetch. The client
+    /// also counts as changed by the transaction that may be open now: it
+    /// may have written before the client was there to be marked, and its
+    /// commit comes after the first round's read. (Without one open, that
+    /// mark costs one refetch with nothing to deliver, at the next commit.)
     func watch(_ id: UInt64, _ client: Client) {
         schedule(state.withLock { state in
             state.clients[id] = client
             state.updateReaders(of: id)
+            state.changed.insert(id)
             state.dirty.insert(id)
             return state.startRound()
         })
@@ -197,6 +202,14 @@ final class CommitFanout: TransactionObserver, Sendable {
             return state.changed.count == state.clients.count
         }
         if everyone { stopObservingDatabaseChangesUntilNextTransaction() }
+    }
+
+    /// `Database.notifyChanges(in:)`: a change no event described (another
+    /// connection wrote). Which region it was is not said, so every client
+    /// refreshes.
+    func databaseDidChange() {
+        state.withLock { state in state.changed.formUnion(state.clients.keys) }
+        stopObservingDatabaseChangesUntilNextTransaction()
     }
 
     func databaseDidCommit(_ db: Database) {
