@@ -70,11 +70,13 @@ extension SoakBench {
         return nil
     }
 
-    /// Bytes glibc's malloc has handed out and not had back, in MB: with
-    /// resident memory beside it, this tells a leak from memory the allocator
-    /// keeps after it was freed. Read from `malloc_stats()`, which prints to
-    /// stderr, so stderr goes to a file for the call; `nil` off glibc.
-    static func heapInUseMegabytes() -> Double? {
+    /// What glibc's malloc has handed out and not had back (`inUse`), and
+    /// what it holds from the system for that (`system`: arenas and mmapped
+    /// chunks), in MB. With resident memory beside them, these tell a leak
+    /// from memory the allocator keeps after it was freed. Read from
+    /// `malloc_stats()`, which prints to stderr, so stderr goes to a file for
+    /// the call; `nil` off glibc.
+    static func mallocMegabytes() -> (inUse: Double, system: Double)? {
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_stats") else { return nil }
         let path = FileManager.default.temporaryDirectory.appending(path: "depot-soak-malloc-\(getpid()).txt").path
         let file = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
@@ -86,11 +88,15 @@ extension SoakBench {
         dup2(saved, 2)
         close(saved)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        // The last "in use bytes" line is the total, mmapped chunks included.
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
-              let line = text.split(separator: "\n").last(where: { $0.contains("in use bytes") }),
-              let bytes = line.split(separator: "=").last.flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }) else { return nil }
-        return bytes / 1_048_576
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        // The last line of each kind is the total, mmapped chunks included.
+        func total(_ label: String) -> Double? {
+            text.split(separator: "\n").last(where: { $0.contains(label) })
+                .flatMap { $0.split(separator: "=").last }
+                .flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+        }
+        guard let inUse = total("in use bytes"), let system = total("system bytes") else { return nil }
+        return (inUse / 1_048_576, system / 1_048_576)
     }
 
     /// What SQLite has allocated (`sqlite3_memory_used()`: page caches, statements), in MB.

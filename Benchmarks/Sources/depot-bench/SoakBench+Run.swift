@@ -11,6 +11,7 @@ extension SoakBench {
     struct Minute {
         var rss: Double
         var heap: Double?
+        var mallocHolds: Double?
         var sqlite: Double?
         var threads: Int?
         var transfers: Int
@@ -42,8 +43,8 @@ extension SoakBench {
         for number in 0..<observerCount { try soak.makeObserver(number) }
         say("soak: \(duration), seed \(seed): \(queuedTarget) operations kept queued, \(observerCount) results controllers over \(tableCount) tables, \(cancelsPerTick * 10) cancels/s, a writer committing 4 times/s")
         say("link: NetworkSimulator on ContinuousClock, each minute 8 Mbit/s 25 ms (12 s) → 1.5 Mbit/s 80 ms (13 s) → 100 kbit/s 300 ms (25 s) → offline (10 s)")
-        say("| minute | RSS MB | heap in use MB | of which SQLite MB | transfers | completed | cancelled | failed | change sets | writer commits | commit mean / longest | longest stall | controller's quality |")
-        say("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        say("| minute | RSS MB | heap in use MB | malloc holds MB | of which SQLite MB | transfers | completed | cancelled | failed | change sets | writer commits | commit mean / longest | longest stall | controller's quality |")
+        say("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 
         // A frame timer on the main actor: how late each 16 ms tick comes is a stall.
         let frames = Task { @MainActor in
@@ -137,7 +138,9 @@ extension SoakBench {
             guard second % 60 == 0 || second == seconds else { continue }
 
             current.rss = residentMegabytes()
-            current.heap = heapInUseMegabytes()
+            let malloc = mallocMegabytes()
+            current.heap = malloc?.inUse
+            current.mallocHolds = malloc?.system
             current.sqlite = sqliteMegabytes()
             current.threads = threadCount()
             current.transfers = second % 60 == 0 ? link.rotate() : link.simulator.records.count
@@ -150,6 +153,7 @@ extension SoakBench {
             let commits = max(1, current.commits - last.commits)
             let row = [
                 String(format: "%.1f", Double(second) / 60), String(format: "%.1f", current.rss), current.heap.map { String(format: "%.1f", $0) } ?? "–",
+                current.mallocHolds.map { String(format: "%.1f", $0) } ?? "–",
                 current.sqlite.map { String(format: "%.1f", $0) } ?? "–", "\(current.transfers)",
                 "\(current.succeeded - last.succeeded)", "\(current.cancelled - last.cancelled)", "\(current.failed - last.failed)",
                 "\(current.changeSets - last.changeSets)", "\(current.commits - last.commits)",
