@@ -27,8 +27,8 @@ struct ControllerConditionsTests {
         let controller: NetworkController
         let trace = TraceRecorder()
 
-        init(link: NetworkSimulator.Link, routes: [NetworkSimulator.Route], timeline: [NetworkSimulator.Change] = [], configure: (inout NetworkController.Configuration) -> Void = { _ in }) {
-            simulator = NetworkSimulator(clock: clock, link: link, routes: routes, timeline: timeline)
+        init(link: NetworkSimulator.Link, routes: [NetworkSimulator.Route], timeline: [NetworkSimulator.Change] = [], chunkSize: Int = 16 * 1024, configure: (inout NetworkController.Configuration) -> Void = { _ in }) {
+            simulator = NetworkSimulator(clock: clock, link: link, routes: routes, timeline: timeline, chunkSize: chunkSize)
             var configuration = NetworkController.Configuration(baseURL: ControllerConditionsTests.base, transport: simulator, clock: clock, notificationCenter: nil)
             configuration.trace = trace
             configuration.jitterSeed = 42
@@ -177,6 +177,33 @@ struct ControllerConditionsTests {
             }
         }
         #expect(kinds.contains("quality poor") && kinds.contains("paused images") && kinds.contains("resumed images"), "\(kinds)")
+    }
+
+    /// A fast link that the controller believes moderate (a limit of 2), with
+    /// only small bodies to fetch: 1,000 feeds of 3 KB, each under the monitor's
+    /// 16 KB minimum, ahead of 20 low-priority images that cannot start while
+    /// feeds are queued. Small transfers together still measure the link, so the
+    /// quality rises long before the feeds run out (it used to stay moderate
+    /// until the last feed, the soak's "stuck at moderate").
+    @Test func smallTransfersTogetherRaiseTheQuality() async throws {
+        let harness = Harness(
+            link: .init(bandwidth: 8_000_000, rtt: .milliseconds(40)),
+            routes: [.init(path: "/feed/*", bytes: 3_000), .init(path: "/image/*", bytes: 30_000)],
+            chunkSize: 1_460,   // a TCP segment: a 3 KB body arrives in three chunks
+            configure: { $0.monitor = ConnectionMonitor.Configuration(initialQuality: .moderate) })
+        let controller = harness.controller
+        #expect(controller.concurrencyLimit == 2)
+        let feeds = (0..<1_000).map { controller.enqueue(SimGet(path: "feed/\($0)")) }
+        let images = (0..<20).map { controller.enqueue(SimGet(path: "image/\($0)", priority: .low, category: .images)) }
+        try await harness.run(until: { controller.quality >= .good || feeds.allSatisfy(\.isFinished) })
+        let finished = feeds.filter(\.isFinished).count
+        #expect(controller.quality >= .good, "still \(controller.quality) after \(finished) feeds")
+        #expect(finished < 300, "\(finished) feeds before the quality rose")
+        // The estimate is the link's 8 Mbit/s, not inflated by first chunks
+        // that crossed the link before their window opened (11.8 Mbit/s).
+        let bandwidth = try #require(controller.connectionEstimate.bandwidth)
+        #expect(bandwidth > 7_200_000 && bandwidth < 8_800_000, "\(bandwidth) bit/s")
+        try await harness.run(until: { (feeds + images).allSatisfy(\.isFinished) })
     }
 
     // MARK: (c) Offline

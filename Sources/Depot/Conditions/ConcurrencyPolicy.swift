@@ -32,8 +32,19 @@ public struct ConcurrencyPolicy: Sendable {
         }
     }
 
-    /// The limit in force now (before the first update: the limit for `.good`, or the adaptive initial value).
+    /// The limit in force now (before the first update: the limit for `.good`,
+    /// or for the quality given to ``starting(at:)``, or the adaptive initial value).
     package var limit: Int { current }
+
+    /// The policy as it stands before anything is measured at `quality` (a
+    /// monitor's initial quality): a mapping starts at that quality's limit, so
+    /// that a controller that starts at `.moderate` runs two transfers, not
+    /// four. An adaptive policy starts at its initial value whatever the quality.
+    package func starting(at quality: ConnectionQuality) -> ConcurrencyPolicy {
+        var policy = self
+        if case .map(let limit) = base { policy.current = limit(quality) }
+        return policy
+    }
 
     /// Offline 0, poor 1, moderate 2, good 4, excellent 6.
     public static let `default` = mapping([.offline: 0, .poor: 1, .moderate: 2, .good: 4, .excellent: 6])

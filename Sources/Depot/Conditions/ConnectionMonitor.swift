@@ -10,8 +10,11 @@ import Foundation
 /// - Bandwidth is an exponentially weighted moving average, taken in log space
 ///   (a geometric mean, so a fall from 20 Mbps to 100 kbps shows as quickly as
 ///   the climb back), of the transfers of at least
-///   ``Configuration/minimumMeasurableBytes``. Smaller bodies say more about
-///   latency than about bandwidth.
+///   ``Configuration/minimumMeasurableBytes``. Smaller samples say more about
+///   latency than about bandwidth. A ``NetworkController`` measures the link,
+///   not one body: its samples are windows of at least four times that many
+///   bytes, over the time at least one body was arriving, whichever transfers
+///   carried them, so many small responses measure the link too.
 /// - Round-trip time is a moving average of every transfer's time to first byte
 ///   (which includes server time), as in TCP's smoothed RTT. The minimum round
 ///   trip of the last ``Configuration/minimumRTTWindow`` is kept too.
@@ -35,7 +38,8 @@ public struct ConnectionMonitor: Sendable {
     public struct Configuration: Sendable, Hashable {
         /// Where each quality begins, in bits per second.
         public var thresholds: ConnectionQuality.Thresholds
-        /// Transfers with fewer body bytes feed only the round-trip estimate.
+        /// Samples with fewer body bytes feed only the round-trip estimate (a
+        /// controller's link windows hold at least four times this).
         public var minimumMeasurableBytes: Int64
         /// The weight of a new bandwidth sample in the (log-space) moving average, in `0 < w ≤ 1`.
         public private(set) var bandwidthWeight: Double
@@ -52,7 +56,7 @@ public struct ConnectionMonitor: Sendable {
         ///
         /// - Parameters:
         ///   - thresholds: Where each quality begins.
-        ///   - minimumMeasurableBytes: The smallest body that counts for bandwidth (16 KB).
+        ///   - minimumMeasurableBytes: The fewest bytes a sample needs to count for bandwidth (16 KB).
         ///   - bandwidthWeight: The weight of a new bandwidth sample (0.4).
         ///   - rttWeight: The weight of a new round-trip sample (0.125).
         ///   - samplesToChange: Samples in a row to change class (3).

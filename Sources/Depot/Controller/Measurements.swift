@@ -22,7 +22,7 @@ struct Measurements: Sendable {
 
     init(configuration: NetworkController.Configuration) {
         monitor = ConnectionMonitor(configuration: configuration.monitor)
-        policy = configuration.concurrencyPolicy
+        policy = configuration.concurrencyPolicy.starting(at: configuration.monitor.initialQuality)
         budget = configuration.retryBudget
         random = JitterSource(seed: configuration.jitterSeed)
         appliedPolicyLimit = policy.limit

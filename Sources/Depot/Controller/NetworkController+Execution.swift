@@ -164,7 +164,7 @@ extension NetworkController {
         let pacing = configuration.delayablePacing.isOn && operation.priority <= Scheduler.delayable ? PacingLatch(job: environment.job) : nil
         let transfer: TransferPipeline.Result
         do {
-            transfer = try await pipeline.run(transportRequest, timeout: operation.timeout.capped(at: configuration.longestTransfer), cancelOnTimeout: environment.cancel) { [weak self] progress in
+            transfer = try await pipeline.run(transportRequest, timeout: operation.timeout.capped(at: configuration.longestTransfer), cancelOnTimeout: environment.cancel, onHead: meter.begin) { [weak self] progress in
                 meter.record(progress.received)
                 if let pacing { self?.notePacing(pacing, progress) }
                 self?.reportProgress(running, progress)
@@ -249,15 +249,24 @@ final class LinkMeter: Sendable {
 
         private let state = Mutex(State())
 
-        /// Body bytes arrived; `beginning` is set for a transfer's first chunk.
-        func add(_ bytes: Int64, beginningAt beginning: Duration?) {
+        /// A transfer's body begins to arrive at `time` (its head is in): the
+        /// link is busy from then until its end.
+        ///
+        /// The window opens at the head, not at the first chunk: a first chunk's
+        /// bytes crossed the link before it arrived. Opening at the first chunk
+        /// counted those bytes with none of their time, and overstated the
+        /// link most where transfers are small or start together (two 3 KB
+        /// bodies that start at once read 1.47 times the link).
+        func begin(at time: Duration) {
             state.withLock { state in
-                if let beginning {
-                    if state.active == 0 { state.busySince = beginning }
-                    state.active += 1
-                }
-                state.bytes += bytes
+                if state.active == 0 { state.busySince = time }
+                state.active += 1
             }
+        }
+
+        /// Body bytes arrived.
+        func add(_ bytes: Int64) {
+            state.withLock { $0.bytes += bytes }
         }
 
         /// A transfer that had begun ended; with `minimumBytes`, also takes a sample.
@@ -299,15 +308,23 @@ final class LinkMeter: Sendable {
         self.now = now
     }
 
+    /// The head arrived at `time`: the body may keep the link busy from now on.
+    @Sendable func begin(at time: Duration) {
+        let first = state.withLock { state -> Bool in
+            defer { state.began = true }
+            return !state.began && !state.ended
+        }
+        if first { link.begin(at: time) }
+    }
+
     /// A chunk arrived; `received` is this transfer's running total.
     func record(_ received: Int64) {
-        let (delta, first) = state.withLock { state -> (Int64, Bool) in
+        let delta = state.withLock { state -> Int64 in
             let delta = received - state.received
             state.received = received
-            defer { state.began = true }
-            return (delta, !state.began && !state.ended)
+            return delta
         }
-        link.add(delta, beginningAt: first ? now() : nil)
+        link.add(delta)
     }
 
     /// Marks the transfer ended; whether it had begun (and so must end on the link).
@@ -323,19 +340,21 @@ final class LinkMeter: Sendable {
         if markEnded() { _ = link.end(at: now()) }
     }
 
-    /// The sample to give the monitor. A transfer big enough to measure closes a
-    /// link sample when there is enough since the previous one; otherwise (and
-    /// for small transfers) the sample carries no bytes and counts toward RTT only.
+    /// The sample to give the monitor. Whichever transfer ends, big or small, it
+    /// closes a link sample when the link carried enough since the previous one
+    /// (four times `minimumBytes`, over at least ``minimumWindow``); otherwise
+    /// the sample carries no bytes and counts toward RTT only. Small transfers
+    /// alone thus still measure the link: a controller that only fetches 3 KB
+    /// feeds learns that the link got faster.
     func linkSample(for sample: TransferSample?, minimumBytes: Int64) -> TransferSample? {
         guard var sample else { return nil }
-        let measurable = sample.bytes >= minimumBytes
         let began = markEnded()
         let time = now()
         let window: (bytes: Int64, busy: Duration)?
         if began {
-            window = link.end(at: time, takingSampleOf: measurable ? 4 * minimumBytes : nil)
+            window = link.end(at: time, takingSampleOf: 4 * minimumBytes)
         } else {
-            window = measurable ? link.takeSample(at: time, minimumBytes: 4 * minimumBytes) : nil
+            window = link.takeSample(at: time, minimumBytes: 4 * minimumBytes)
         }
         if let window {
             sample.bytes = window.bytes

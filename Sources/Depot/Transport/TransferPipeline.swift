@@ -31,17 +31,21 @@ struct TransferPipeline: Sendable {
     /// that is running this call (the controller cancels the job's task). The
     /// cancellation is then reported as ``DepotError/Code/timedOut``.
     ///
-    /// - Parameter onProgress: Called for every chunk.
+    /// - Parameters:
+    ///   - onHead: Called once, with the time it arrived, for the head whose
+    ///     body is read (not for a redirect's).
+    ///   - onProgress: Called for every chunk.
     func run(
         _ request: TransportRequest,
         timeout: Timeout,
         cancelOnTimeout: @escaping @Sendable () -> Void,
+        onHead: @Sendable (Duration) -> Void = { _ in },
         onProgress: @escaping @Sendable (TransferProgress) -> Void
     ) async throws -> Result {
         let key = watch.register(timeout: timeout, onExpire: cancelOnTimeout)
         defer { watch.remove(key) }
         do {
-            let result = try await transfer(request, watching: key, onProgress: onProgress)
+            let result = try await transfer(request, watching: key, onHead: onHead, onProgress: onProgress)
             // The body is complete. A timeout that fired at this very instant
             // either came first (then the job is being cancelled: report the
             // timeout, and nothing is processed) or comes too late to cancel
@@ -76,6 +80,7 @@ struct TransferPipeline: Sendable {
     private func transfer(
         _ original: TransportRequest,
         watching key: DeadlineWatch.Key,
+        onHead: @Sendable (Duration) -> Void,
         onProgress: @escaping @Sendable (TransferProgress) -> Void
     ) async throws -> Result {
         var request = original
@@ -105,6 +110,7 @@ struct TransferPipeline: Sendable {
             if let expected, expected > Int64(maximumBodySize) {
                 throw DepotError(.tooLarge, status: head.status, detail: "Content-Length \(expected) over the limit of \(maximumBodySize) bytes")
             }
+            onHead(firstByte)
             var body = Data()
             for try await chunk in head.body {
                 if body.count + chunk.count > maximumBodySize {
