@@ -17,6 +17,7 @@ struct ControllerConditionsTests {
         var priority: Priority = .normal
         var category: OperationCategory = .default
         var isDroppable = false
+        var exitPolicy: ExitPolicy = .cancel
         var request: NetworkRequest { .get(path) }
         var coalescing: Coalescing { .never }
     }
@@ -231,6 +232,31 @@ struct ControllerConditionsTests {
         let succeeded = harness.simulator.records.filter { $0.status == 200 && $0.outcome == .completed }
         #expect(succeeded.count == 60)
         #expect(Set(succeeded.map(\.path)).count == 60)
+    }
+
+    /// Shutdown while offline: the probes go on through the grace, so `.finish`
+    /// work waiting for the network runs when it comes back within the grace
+    /// (it used to wait, with no probe, until the grace ran out and was cancelled).
+    @Test func shutdownWhileOfflineFinishesWhatMustFinishWhenTheNetworkReturns() async throws {
+        let harness = Harness(
+            link: .init(bandwidth: 2_000_000, rtt: .milliseconds(100)),
+            routes: [.init(path: "/item/*", bytes: 8_000)],
+            timeline: NetworkSimulator.Change.offline(from: .seconds(1), until: .seconds(6)))
+        let controller = harness.controller
+        try await harness.run(until: .seconds(2))
+        let upload = controller.enqueue(SimGet(path: "item/must", exitPolicy: .finish))
+        let prefetch = controller.enqueue(SimGet(path: "item/may"))
+        try await harness.run(until: { controller.quality == .offline })
+        let shutdown = Task { await controller.shutdown(grace: .seconds(30)) }
+        try await harness.run(until: { upload.isFinished && prefetch.isFinished })
+        let result = await shutdown.value
+        #expect(harness.entry(upload)?.outcome == .succeeded)
+        #expect(harness.entry(prefetch)?.outcome == .cancelled)
+        #expect(!result.graceExpired)
+        #expect(result.finished == 1 && result.cancelled == 1, "\(result)")
+        // It ran when the link came back (6 s), not when the grace ran out (32 s).
+        let finished = try #require(harness.entry(upload)?.finished)
+        #expect(finished > .seconds(6) && finished < .seconds(20), "finished at \(finished)")
     }
 
     // MARK: (d) Retry-After and jitter

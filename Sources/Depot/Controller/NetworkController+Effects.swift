@@ -178,7 +178,7 @@ extension NetworkController {
                 apply(state.scheduler.requeue(job: job, holding: !signedInSince), in: &state, at: now, into: &effects)
                 return effects
             }
-            if result.waitsForNetwork, !state.isShutDown, case .failure(let error) = result.result {
+            if result.waitsForNetwork, state.runsWork, case .failure(let error) = result.result {
                 // No network: back to the queue (behind its peers), to run when it returns.
                 // The probe that found no network ends with it.
                 var effects: [Effect] = state.scheduler.waiters(of: job).compactMap { waiter in

@@ -83,7 +83,7 @@ extension NetworkController {
             if new == .offline {
                 state.conditions.probing = false
                 state.conditions.probeAttempt = 0
-                if state.probeTask == nil, !state.isShutDown { effects.append(.startProbing) }
+                if state.probeTask == nil, state.runsWork { effects.append(.startProbing) }
             } else if old == .offline {
                 state.conditions.probing = false
                 state.conditions.probeAttempt = 0

@@ -6,7 +6,7 @@ extension NetworkController {
 
     /// While offline, lets one queued job try the network after a backoff
     /// (doubling from `probeBackoff.lowerBound` to its upper bound), until an
-    /// answer brings the quality back.
+    /// answer brings the quality back, or the grace of a shutdown ends.
     func startProbing() {
         let backoff = configuration.probeBackoff
         let timebase = self.timebase
@@ -17,7 +17,7 @@ extension NetworkController {
                 guard let self else { return }
                 let now = timebase.now()
                 let effects = self.state.withLock { state -> [Effect]? in
-                    guard state.conditions.isOffline, !state.isShutDown else { return nil }
+                    guard state.conditions.isOffline, state.runsWork else { return nil }
                     state.conditions.probing = true
                     state.conditions.probeAttempt += 1
                     var effects = [Effect.emit(self.controllerEvent(.probing(attempt: state.conditions.probeAttempt), at: now), nil)]
@@ -30,7 +30,7 @@ extension NetworkController {
             }
         }
         let stale = state.withLock { state -> Task<Void, Never>? in
-            guard state.conditions.isOffline, state.probeTask == nil, !state.isShutDown else { return task }
+            guard state.conditions.isOffline, state.probeTask == nil, state.runsWork else { return task }
             state.probeTask = task
             return nil
         }

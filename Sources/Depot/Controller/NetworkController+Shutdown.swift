@@ -10,6 +10,8 @@ extension NetworkController {
     /// Cancels at once every operation whose exit policy is `.cancel`, lets
     /// `.finish` operations run for up to `grace`, then cancels what is left and
     /// releases the transport. Afterwards `enqueue` fails with ``DepotError/Code/shutDown``.
+    /// While offline, the probes go on through the grace: `.finish` work waiting
+    /// for the network runs if it comes back in time.
     /// Cancelling the calling task ends the grace period early: what is left is
     /// cancelled, and the transport is released once it has ended.
     ///

@@ -74,6 +74,10 @@ public final class NetworkController: Sendable {
         /// From `shutdown(grace:)` until its grace ends: work admitted during
         /// the grace (an outbox's next send) may still be queued.
         var graceOpen = false
+        /// Whether queued work may still run: before shutdown, and through its
+        /// grace (when offline probes go on, so that `.finish` work waiting
+        /// for the network runs if it comes back in time).
+        var runsWork: Bool { !isShutDown || graceOpen }
         /// What the grace also waits for (outboxes' delivery loops), by registration.
         var exitParticipants: [UInt64: @Sendable () async -> Void] = [:]
         var report: ShutdownReport?
