@@ -91,7 +91,7 @@ struct LinkModel {
 
     // MARK: Transfers
 
-    mutating func open(method: NetworkRequest.Method, path: String) -> Result<Int, DepotError> {
+    mutating func open(method: NetworkRequest.Method, path: String, ifNoneMatch: String? = nil) -> Result<Int, DepotError> {
         version += 1
         let id = records.count + 1
         var record = Record(id: id, method: method, path: path, status: nil, started: time, firstByte: nil, lastByte: nil, ended: nil, bytes: 0, outcome: nil)
@@ -122,13 +122,32 @@ struct LinkModel {
                 }
             }
         }
-        if headers["Content-Length"] == nil { headers["Content-Length"] = String(size) }
+        if status == 200, method == .get || method == .head, let etag = headers["ETag"], let ifNoneMatch,
+           Self.listsETag(ifNoneMatch, etag) {
+            // What an HTTP server does: the client's copy is current.
+            (status, size, content) = (304, 0, nil)
+        }
+        if headers["Content-Length"] == nil || status == 304 { headers["Content-Length"] = String(size) }
         if method == .head { size = 0 }
         records.append(record)
         var transfer = Transfer(id: id, status: status, headers: headers, content: content, size: size, breakAt: breakAt, headAt: time + link.rtt + latency)
         transfer.unsent = Double(transfer.limit)
         transfers[id] = transfer
         return .success(id)
+    }
+
+    /// Whether an `If-None-Match` value names `etag` (or is `*`), comparing
+    /// weakly as RFC 9110 asks for `If-None-Match`.
+    static func listsETag(_ ifNoneMatch: String, _ etag: String) -> Bool {
+        func opaque(_ tag: Substring) -> Substring {
+            let trimmed = tag.trimmingCharacters(in: .whitespaces)[...]
+            return trimmed.hasPrefix("W/") ? trimmed.dropFirst(2) : trimmed
+        }
+        let own = opaque(etag[...])
+        return ifNoneMatch.split(separator: ",").contains { candidate in
+            let tag = opaque(candidate)
+            return tag == "*" || tag == own
+        }
     }
 
     func head(of id: Int) -> (Int, HeaderFields) {

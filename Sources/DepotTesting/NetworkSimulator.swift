@@ -19,7 +19,9 @@ import Synchronization
 ///   offline: then `send` fails with ``DepotError/Code/offline`` and transfers
 ///   in flight fail with ``DepotError/Code/connectionLost``;
 /// - routes (matched by path) give status, size, latency and headers, and can
-///   fail a number of times first (for example 503 with `Retry-After`);
+///   fail a number of times first (for example 503 with `Retry-After`); a
+///   200 route with an `ETag` header answers a GET or HEAD whose
+///   `If-None-Match` names it with 304 Not Modified and no body, as a server does;
 /// - cancelling the calling task, or dropping the body, ends the transfer and
 ///   frees its share at once.
 ///
@@ -282,7 +284,7 @@ public final class NetworkSimulator: Transport, Sendable {
         let path = request.url.path.isEmpty ? "/" : request.url.path
         let (opened, effects) = model.withLock { model in
             model.advance(to: now())
-            let opened = model.open(method: request.method, path: path)
+            let opened = model.open(method: request.method, path: path, ifNoneMatch: request.headers["If-None-Match"])
             return (opened, model.takeEffects())
         }
         run(effects)

@@ -133,6 +133,48 @@ import Testing
         #expect(simulator.records.first?.firstByte == .milliseconds(50))
     }
 
+    /// A route with an ETag answers 304 with no body to an `If-None-Match`
+    /// that names it (weakly, or `*`), and 200 otherwise.
+    @Test func aMatchingIfNoneMatchGets304() async throws {
+        let clock = ManualClock()
+        let simulator = NetworkSimulator(
+            clock: clock, link: .init(bandwidth: 8_000_000, rtt: .milliseconds(10)),
+            routes: [.init(path: "/feed", bytes: 4_000, headers: ["ETag": "\"v1\""]), .init(path: "/plain", bytes: 100)])
+        final class Outcomes: Sendable {
+            let seen = Mutex<[String: (status: Int, bytes: Int)]>([:])
+            var count: Int { seen.withLock { $0.count } }
+        }
+        let outcomes = Outcomes()
+        let cases: [(String, String, String?)] = [
+            ("none", "/feed", nil), ("same", "/feed", "\"v1\""), ("weak", "/feed", "W/\"v1\""),
+            ("listed", "/feed", "\"v0\", \"v1\""), ("any", "/feed", "*"), ("other", "/feed", "\"v2\""),
+            ("no etag", "/plain", "*"),
+        ]
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (name, path, tag) in cases {
+                group.addTask {
+                    var request = TransportRequest(url: Self.base.appending(path: path))
+                    if let tag { request.headers["If-None-Match"] = tag }
+                    let response = try await simulator.send(request)
+                    var count = 0
+                    for try await chunk in response.body { count += chunk.count }
+                    outcomes.seen.withLock { $0[name] = (response.status, count) }
+                }
+            }
+            group.addTask {
+                try await simulator.run(until: { outcomes.count == cases.count }, settled: { cases.count - outcomes.count == simulator.openTransferCount })
+            }
+            try await group.waitForAll()
+        }
+        let seen = outcomes.seen.withLock { $0 }
+        for name in ["same", "weak", "listed", "any"] {
+            #expect(seen[name]?.status == 304 && seen[name]?.bytes == 0, "\(name): \(String(describing: seen[name]))")
+        }
+        #expect(seen["none"]?.status == 200 && seen["none"]?.bytes == 4_000)
+        #expect(seen["other"]?.status == 200 && seen["other"]?.bytes == 4_000)
+        #expect(seen["no etag"]?.status == 200 && seen["no etag"]?.bytes == 100)
+    }
+
     // MARK: Timeline
 
     @Test func bandwidthChangesMidTransfer() async throws {

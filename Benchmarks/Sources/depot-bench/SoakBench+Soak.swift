@@ -40,7 +40,7 @@ extension SoakBench {
         }
 
         /// 60% feeds, 10% feeds that coalesce, 5% urgent feeds that finish at
-        /// shutdown, 5% 304s, 1% 503s, 19% images.
+        /// shutdown, 5% revalidations (304s after each feed's first 200), 1% 503s, 19% images.
         func enqueueOne() {
             serial += 1
             let feed = Int.random(in: 0..<feedCount, using: &random)
@@ -48,7 +48,7 @@ extension SoakBench {
             case 0..<60: enqueue(FetchFeed(feed: feed, serial: serial))
             case 60..<70: enqueue(FetchFeed(feed: feed, serial: 0))
             case 70..<75: enqueue(FetchFeed(feed: feed, serial: serial, priority: .high, exitPolicy: .finish))
-            case 75..<80: enqueue(FetchFeed(feed: feed, serial: serial, route: "same"))
+            case 75..<80: enqueue(FetchFeed(feed: feed, serial: serial, revalidates: true))
             case 80..<81: enqueue(FetchFeed(feed: feed, serial: serial, route: "flaky"))
             default: enqueue(FetchImage(serial: serial))
             }

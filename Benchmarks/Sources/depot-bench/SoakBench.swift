@@ -81,8 +81,10 @@ enum SoakBench {
 
     // MARK: The operations
 
-    /// Fetches a feed and writes its entries into its table (a 200), or confirms
-    /// it (`same/`: a 304), or meets a server that always answers 503 (`flaky/`).
+    /// Fetches a feed and writes its entries into its table (a 200), or
+    /// revalidates it (`same/`, one URL per feed with an ETag: after its first
+    /// 200 the request carries the ETag and gets a 304), or meets a server that
+    /// always answers 503 (`flaky/`).
     struct FetchFeed: CachingOperation {
         typealias Payload = [Item]
         typealias Written = Int
@@ -90,11 +92,13 @@ enum SoakBench {
         /// Varies the titles written; 0 makes a request that coalesces with others for the feed.
         var serial: Int
         var route = "feed"
+        var revalidates = false
         var priority: Priority = .normal
         var exitPolicy: ExitPolicy = .cancel
 
         var request: NetworkRequest {
-            serial == 0 ? .get("\(route)/\(feed)") : .get("\(route)/\(feed)", query: ["n": String(serial)])
+            if revalidates { return .get("same/\(feed)") }
+            return serial == 0 ? .get("\(route)/\(feed)") : .get("\(route)/\(feed)", query: ["n": String(serial)])
         }
         var cacheKey: String { "feed-\(feed)" }
 
@@ -151,8 +155,8 @@ enum SoakBench {
                 clock: ContinuousClock(),
                 link: .init(bandwidth: 8_000_000, rtt: .milliseconds(25)),
                 routes: [
-                    .init(path: "/feed/*", body: feedBody, latency: .milliseconds(5), headers: ["ETag": "\"v1\"", "Content-Type": "application/json"]),
-                    .init(path: "/same/*", status: 304, bytes: 0, latency: .milliseconds(5), headers: ["ETag": "\"v1\""]),
+                    .init(path: "/feed/*", body: feedBody, latency: .milliseconds(5), headers: ["Content-Type": "application/json"]),
+                    .init(path: "/same/*", body: feedBody, latency: .milliseconds(5), headers: ["ETag": "\"v1\"", "Content-Type": "application/json"]),
                     .init(path: "/flaky/*", status: 503, bytes: 0),
                     .init(path: "/image/*", bytes: 48_000),
                 ],
