@@ -4,6 +4,7 @@ import DepotTesting
 import Foundation
 import GRDB
 import Observation
+import Synchronization
 import Testing
 @testable import DepotStore
 
@@ -379,6 +380,47 @@ struct ResultsControllerTests {
         #expect(rowOne.fetchedObjects.map(\.title) == ["one"])
         #expect(all.fetchedObjects.map(\.title) == ["item 0", "one", "two"])
         #expect(store.fanout.count == 3)
+    }
+
+    /// Holds a fetch on a reader thread once armed, until opened (or 10 s).
+    final class ReadGate: Sendable {
+        private let armed = Mutex(false)
+        private let semaphore = DispatchSemaphore(value: 0)
+        func arm() { armed.withLock { $0 = true } }
+        func open() { semaphore.signal() }
+        func pass() {
+            guard armed.withLock({ $0 }) else { return }
+            _ = semaphore.wait(timeout: .now() + 10)
+        }
+    }
+
+    /// A list of a big table refreshes in a lane of its own: after a commit
+    /// that changes both it and a small list, the small list gets its change
+    /// while the big one is still being read (both used to wait for the big
+    /// read, in one round).
+    @Test func aHeavyListDoesNotHoldUpTheOthers() async throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // A file: reads run on several connections, so the lanes run side by side.
+        let store = try Store(path: folder.appending(path: "cache.sqlite").path, migrator: Item.migrator)
+        try await store.write { db in for item in makeItems(CommitFanout.heavyRows + 1) { try item.insert(db) } }
+        let gate = ReadGate()
+        let request = Item.order(Column("id"))
+        let big = try ResultsController(store: store, query: ResultsQuery<Item>(fetch: { db in
+            gate.pass()
+            return try request.fetchAll(db)
+        }, region: { db in try request.databaseRegion(db) }), refresh: ResultsDiff.refresh(sectionKey: nil), held: false)
+        let small = try ResultsController(store: store, request: Item.filter(key: 0))
+        await store.fanout.settled()   // the big list's first round found it heavy
+
+        gate.arm()
+        try await store.write { db in try db.execute(sql: "UPDATE item SET title = 'changed' WHERE id = 0") }
+        for await update in small.updates() where update.snapshot.fetchedObjects.first?.title == "changed" { break }
+        #expect(big.fetchedObjects.first?.title == "item 0", "the big list's read is still held")
+        gate.open()
+        for await update in big.updates() where update.snapshot.fetchedObjects.first?.title == "changed" { break }
+        #expect(big.fetchedObjects.count == CommitFanout.heavyRows + 1)
+        await store.fanout.settled()
     }
 
     /// A fetch that fails stops its own results, with the error; the others

@@ -15,11 +15,16 @@ import Synchronization
 /// commit costs one task, one read and one main-actor hop, whatever the
 /// number of controllers.
 ///
-/// Rounds run one at a time. Commits that land during a round mark their
-/// controllers for the next one, which is the coalescing: a controller sees
-/// the newest rows, not every commit. The callbacks run on the writer's queue;
-/// the state is behind a mutex because controllers come and go on the main
-/// actor and rounds read it from their task.
+/// Rounds run one at a time in each of two lanes. Commits that land during a
+/// round mark their controllers for the lane's next one, which is the
+/// coalescing: a controller sees the newest rows, not every commit. A client
+/// whose last round read more than ``heavyRows`` rows goes to the heavy lane,
+/// whose rounds run beside the light lane's (a file store reads with several
+/// connections): a list of a 200,000-row table does not hold up every other
+/// list's delivery. One client is in one round at a time, so it gets its
+/// changes in order. The callbacks run on the writer's queue; the state is
+/// behind a mutex because controllers come and go on the main actor and
+/// rounds read it from their task.
 final class CommitFanout: TransactionObserver, Sendable {
     /// The main actor's part of one controller's refresh.
     typealias Delivery = @MainActor @Sendable () -> Void
@@ -31,10 +36,25 @@ final class CommitFanout: TransactionObserver, Sendable {
         /// What the controller reads, found in its first round: a commit
         /// outside it does not wake the controller. Until then, every commit does.
         var region: @Sendable (Database) throws -> DatabaseRegion
-        /// Fetches the rows inside the round's read, and returns the rest.
-        var read: @Sendable (Database) -> Diff
+        /// Fetches the rows inside the round's read, and returns the rest
+        /// and how many rows it read.
+        var read: @Sendable (Database) -> (diff: Diff, rows: Int)
         /// Stops the controller (it removes itself) when the round's read failed.
         var fail: @Sendable (DepotError) -> Delivery
+    }
+
+    /// A client whose last round read more rows than this refreshes in the heavy lane.
+    static let heavyRows = 10_000
+
+    /// The two lanes: each runs its rounds one at a time.
+    enum Lane: Int, CaseIterable {
+        case light, heavy
+    }
+
+    private struct LaneState {
+        /// Changed by a commit, waiting for a round.
+        var dirty: Set<UInt64> = []
+        var running = false
     }
 
     private struct State {
@@ -47,9 +67,12 @@ final class CommitFanout: TransactionObserver, Sendable {
         var readers: [String: Set<UInt64>] = [:]
         /// Changed by the current transaction.
         var changed: Set<UInt64> = []
-        /// Changed by a commit, waiting for a round.
-        var dirty: Set<UInt64> = []
-        var running = false
+        var lanes = [LaneState](repeating: LaneState(), count: Lane.allCases.count)
+        /// The clients whose last round read more than ``CommitFanout/heavyRows`` rows.
+        var heavy: Set<UInt64> = []
+        /// The lane of each client in a round now: marks for it go there, so
+        /// that it is never in two rounds at once.
+        var inRound: [UInt64: Lane] = [:]
         var ids: UInt64 = 0
         /// Waiting in ``settled()``.
         var settling: [CheckedContinuation<Void, Never>] = []
@@ -76,27 +99,48 @@ final class CommitFanout: TransactionObserver, Sendable {
             }
         }
 
-        /// Starts a round unless one runs or nothing waits; returns whether it did.
-        mutating func startRound() -> Bool {
-            guard !running, !dirty.isEmpty else { return false }
-            running = true
-            return true
+        /// Marks `ids` for a round, each in its lane.
+        mutating func markDirty(_ ids: some Sequence<UInt64>) {
+            for id in ids {
+                let lane = inRound[id] ?? (heavy.contains(id) ? .heavy : .light)
+                lanes[lane.rawValue].dirty.insert(id)
+            }
         }
 
-        /// The clients the next round refreshes, or `nil` (and the round ends) when none wait.
-        mutating func takeDirty() -> [(id: UInt64, client: Client, knowsRegion: Bool)]? {
-            let batch = dirty.compactMap { id in clients[id].map { (id, $0, regions[id] != nil) } }
-            dirty.removeAll()
+        /// Starts a round in each lane where none runs and something waits;
+        /// returns those lanes.
+        mutating func startRounds() -> [Lane] {
+            Lane.allCases.filter { lane in
+                guard !lanes[lane.rawValue].running, !lanes[lane.rawValue].dirty.isEmpty else { return false }
+                lanes[lane.rawValue].running = true
+                return true
+            }
+        }
+
+        /// The clients the lane's next round refreshes, or `nil` (and the
+        /// lane's rounds end) when none wait. `done` are the clients of the
+        /// lane's last round, with how many rows each read.
+        mutating func takeDirty(_ lane: Lane, done: [(id: UInt64, rows: Int?)]) -> [(id: UInt64, client: Client, knowsRegion: Bool)]? {
+            for (id, rows) in done {
+                inRound[id] = nil
+                guard let rows, clients[id] != nil else { continue }
+                if rows > CommitFanout.heavyRows { heavy.insert(id) } else { heavy.remove(id) }
+            }
+            let batch = lanes[lane.rawValue].dirty.compactMap { id in clients[id].map { (id: id, client: $0, knowsRegion: regions[id] != nil) } }
+            lanes[lane.rawValue].dirty.removeAll()
             guard !batch.isEmpty else {
-                running = false
+                lanes[lane.rawValue].running = false
                 return nil
             }
+            for entry in batch { inRound[entry.id] = lane }
             return batch
         }
 
+        var isIdle: Bool { lanes.allSatisfy { !$0.running && $0.dirty.isEmpty } }
+
         /// The waiters to resume now that the rounds ended, unless a commit started another.
         mutating func settled() -> [CheckedContinuation<Void, Never>] {
-            guard !running else { return [] }
+            guard isIdle else { return [] }
             defer { settling = [] }
             return settling
         }
@@ -106,7 +150,8 @@ final class CommitFanout: TransactionObserver, Sendable {
             regions[id] = nil
             updateReaders(of: id)
             changed.remove(id)
-            dirty.remove(id)
+            heavy.remove(id)
+            for lane in lanes.indices { lanes[lane].dirty.remove(id) }
         }
     }
 
@@ -128,8 +173,8 @@ final class CommitFanout: TransactionObserver, Sendable {
             state.clients[id] = client
             state.updateReaders(of: id)
             state.changed.insert(id)
-            state.dirty.insert(id)
-            return state.startRound()
+            state.markDirty(CollectionOfOne(id))
+            return state.startRounds()
         })
     }
 
@@ -151,9 +196,9 @@ final class CommitFanout: TransactionObserver, Sendable {
         fetch: @escaping @Sendable (Database) throws -> Value,
         apply: @escaping @MainActor @Sendable (Value) -> Void
     ) {
-        let read: @Sendable (Database) -> Diff = { db in
-            guard let value = try? fetch(db) else { return { nil } }
-            return { { apply(value) } }
+        let read: @Sendable (Database) -> (diff: Diff, rows: Int) = { db in
+            guard let value = try? fetch(db) else { return ({ nil }, 1) }
+            return ({ { apply(value) } }, 1)
         }
         watch(id, Client(region: region, read: read, fail: { _ in {} }))
     }
@@ -167,7 +212,7 @@ final class CommitFanout: TransactionObserver, Sendable {
     func settled() async {
         await withCheckedContinuation { continuation in
             let now = state.withLock { state in
-                guard state.running || !state.dirty.isEmpty else { return true }
+                guard !state.isIdle else { return true }
                 state.settling.append(continuation)
                 return false
             }
@@ -214,9 +259,9 @@ final class CommitFanout: TransactionObserver, Sendable {
 
     func databaseDidCommit(_ db: Database) {
         schedule(state.withLock { state in
-            state.dirty.formUnion(state.changed)
+            state.markDirty(state.changed)
             state.changed.removeAll()
-            return state.startRound()
+            return state.startRounds()
         })
     }
 
@@ -226,22 +271,25 @@ final class CommitFanout: TransactionObserver, Sendable {
 
     // MARK: Rounds
 
-    private func schedule(_ start: Bool) {
-        guard start else { return }
-        Task.detached(priority: .userInitiated) { await self.run() }
+    private func schedule(_ lanes: [Lane]) {
+        for lane in lanes {
+            Task.detached(priority: .userInitiated) { await self.run(lane) }
+        }
     }
 
-    private func run() async {
+    private func run(_ lane: Lane) async {
         defer {
             for waiter in state.withLock({ $0.settled() }) { waiter.resume() }
         }
-        while let batch = state.withLock({ $0.takeDirty() }) {
+        var done: [(id: UInt64, rows: Int?)] = []
+        while let batch = state.withLock({ $0.takeDirty(lane, done: done) }) {
             var deliveries: [Delivery] = []
             do {
-                // One read for the whole batch: every controller sees the same commit.
+                // One read for the whole batch: every controller in it sees the same commit.
                 let reads = try await writer.read { db in
                     batch.map { entry in
-                        (region: entry.knowsRegion ? nil : try? entry.client.region(db), diff: entry.client.read(db))
+                        let read = entry.client.read(db)
+                        return (region: entry.knowsRegion ? nil : try? entry.client.region(db), diff: read.diff, rows: read.rows)
                     }
                 }
                 state.withLock { state in
@@ -251,9 +299,11 @@ final class CommitFanout: TransactionObserver, Sendable {
                         state.updateReaders(of: entry.id)
                     }
                 }
+                done = zip(batch, reads).map { ($0.id, $1.rows) }
                 deliveries = reads.compactMap { $0.diff() }
             } catch {
                 let error = DepotError.storage(error, detail: "observation failed")
+                done = batch.map { ($0.id, nil) }
                 deliveries = batch.map { $0.client.fail(error) }
             }
             guard !deliveries.isEmpty else { continue }

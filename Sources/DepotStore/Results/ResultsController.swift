@@ -143,13 +143,14 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         let generation = observationGeneration
         let fetch = query.fetch
         let refresh = refresh
-        // The snapshot the next change is computed against. Rounds run one at
-        // a time and deliver before the next begins, so it is always the one
-        // this observation delivered last.
+        // The snapshot the next change is computed against. A client is in
+        // one round at a time, and a round delivers before the client's next
+        // begins, so it is always the one this observation delivered last.
         let current = Current(base)
         store.fanout.watch(observerID, CommitFanout.Client(region: query.region) { [weak self] db in
             let rows = Result { try fetch(db) }
-            return {
+            let count = (try? rows.get().count) ?? 0
+            return ({
                 switch rows {
                 case .failure(let error):
                     return { self?.fail(DepotError.storage(error, detail: "observation failed"), from: generation) }
@@ -161,7 +162,7 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
                         current.value.withLock { $0 = next }
                     }
                 }
-            }
+            }, count)
         } fail: { [weak self] error in
             { self?.fail(error, from: generation) }
         })
