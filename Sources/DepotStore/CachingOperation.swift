@@ -39,7 +39,8 @@ import GRDB
 ///
 /// To parse while writing (a streaming XML parser that inserts items as it meets
 /// them, say), let `Payload` be the `NetworkResponse` and parse inside `write`; a
-/// failure halfway still rolls everything back.
+/// failure halfway still rolls everything back. To parse while the body is still
+/// arriving, never holding it whole, conform to ``StreamingCachingOperation``.
 public protocol CachingOperation: NetworkOperation where Output == CacheUpdate<Written> {
     /// What `parse` produces and `write` consumes.
     associatedtype Payload: Sendable = NetworkResponse
