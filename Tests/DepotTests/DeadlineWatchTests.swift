@@ -52,6 +52,9 @@ import Testing
         let watch = DeadlineWatch(timebase: Timebase(clock))
         let expiries = Expiries()
         let key = watch.register(timeout: .idle(.seconds(2)), onExpire: expiries.onExpire("paused"))
+        // (a transfer with a distant deadline keeps the watch sleeping, whatever the other does)
+        let distant = watch.register(timeout: .idle(.seconds(100)), onExpire: expiries.onExpire("distant"))
+        defer { watch.remove(distant) }
         // Given a transfer waiting for its consumer (a streamed body's sink), not for the network
         watch.pause(key)
         await clock.sleepers(atLeast: 1)
