@@ -122,6 +122,29 @@ struct StreamingNetworkOperationTests {
         }
     }
 
+    /// Asks for one retry of the first accepted attempt.
+    struct RetryFirstAttempt: ResponseInterceptor {
+        func intercept(_ attempt: InterceptedAttempt, context: InterceptorContext) async -> InterceptorDecision {
+            if case .success = attempt.outcome, attempt.attempt == 1 { return .retry(after: .zero) }
+            return .proceed
+        }
+    }
+
+    @Test func aStreamedBodyAnInterceptorRejectsFailsItsSink() async throws {
+        try await withStreaming({ $0.interceptors = [RetryFirstAttempt()] }) { _, controller in
+            // When an interceptor asks to retry a streamed response
+            let log = SinkLog()
+            let received = try await controller.perform(StreamBody(fault: .bytes(50_000), log: log))
+
+            // Then the first attempt's sink was failed, and the second's was processed
+            let sinks = log.all
+            #expect(sinks.count == 2)
+            #expect(sinks.first?.state.withLock { $0.failures.count } == 1)
+            #expect(sinks.last?.state.withLock { $0.failures }.isEmpty == true)
+            #expect(received.streamed && received.body.count == 50_000)
+        }
+    }
+
     @Test func theSizeLimitStopsAStreamedBodyAndFailsItsSink() async throws {
         try await withStreaming({
             $0.maximumBodySize = 200_000

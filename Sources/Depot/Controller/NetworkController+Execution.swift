@@ -51,24 +51,21 @@ extension NetworkController {
             var attemptSeen = intercepted
             attemptSeen.followsRefresh = followsRefresh
             let decision = await intercept(attemptSeen, operation: operation)
-            if case .proceed = decision.base, case .success(let response) = intercepted.outcome {
-                return await process(operation, name: name, response: response, streamedTo: streamed, sent: intercepted.request.url, sample: sample, attempt: attempt, environment: environment, logger: logger)
-            }
             // Anything but processing: a streamed body will not be used.
             if let streamed {
-                let why: DepotError
                 switch decision.base {
-                case .fail(let failure): why = failure
-                default: why = DepotError(Task.isCancelled ? .cancelled : .processing, operation: name, status: intercepted.outcome.status, detail: "an interceptor asked for a retry")
+                case .proceed: break  // a streamed body's outcome is a success: it is processed below
+                case .fail(let failure): await streamed.fail(failure)
+                case .retry, .retryAuthenticated:
+                    await streamed.fail(DepotError(Task.isCancelled ? .cancelled : .processing, operation: name, status: intercepted.outcome.status, detail: "an interceptor asked for a retry"))
                 }
-                await streamed.fail(why)
             }
             let delay: Duration
             switch decision.base {
             case .proceed:
                 switch intercepted.outcome {
-                case .success:
-                    preconditionFailure("a response to process was processed above")
+                case .success(let response):
+                    return await process(operation, name: name, response: response, streamedTo: streamed, sent: intercepted.request.url, sample: sample, attempt: attempt, environment: environment, logger: logger)
                 case .failure(let failure):
                     return JobResult(result: .failure(failure), status: failure.status, sample: sample)
                 }

@@ -4,9 +4,11 @@ import Foundation
 /// operation opts in by also being a ``StreamingNetworkOperation``, found with
 /// a cast and opened here.
 extension NetworkController {
-    /// How the pipeline asks `operation` for a sink, or `nil` when it does not stream.
-    func bodySinkChooser<Operation: NetworkOperation>(for operation: Operation, context: OperationContext) -> TransferPipeline.SinkChooser? {
+    /// How the pipeline asks `operation` for a sink, or `nil` when it does not
+    /// stream (then the context is never made).
+    func bodySinkChooser<Operation: NetworkOperation>(for operation: Operation, context: @autoclosure () -> OperationContext) -> TransferPipeline.SinkChooser? {
         guard let streaming = operation as? any StreamingNetworkOperation else { return nil }
+        let context = context()
         return { response in try await Self.makeSink(streaming, for: response, context: context) }
     }
 
