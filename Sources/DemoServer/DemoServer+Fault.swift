@@ -35,6 +35,12 @@ extension DemoServer {
         case huge
         /// JSON that is valid for `validItems` items and then broken.
         case malformedJSON(validItems: Int)
+        /// An RSS feed of `items` items written `chunkBytes` at a time, under a
+        /// `Content-Length` for the whole document unless `declaresLength` is
+        /// false (then chunked). The n-th request to this route ends as
+        /// `tails[n - 1]` says (the last one for every later request), and its
+        /// titles end with `vn`, so each answer differs from the one before.
+        case feed(items: Int, chunkBytes: Int, tails: [FeedTail] = [.complete], declaresLength: Bool = true)
         /// XML that is not well-formed: a bare `&`, a mismatched end tag, no end.
         case malformedXML
         /// A valid RSS feed whose titles, author and summary hold terminal
@@ -84,6 +90,8 @@ extension DemoServer {
             case .truncated: return "/faults/truncated"
             case .huge: return "/faults/huge"
             case .malformedJSON(let validItems): return "/faults/malformed-json?items=\(validItems)"
+            case .feed(let items, let chunkBytes, let tails, let declaresLength):
+                return "/faults/feed?items=\(items)&chunk=\(chunkBytes)&tails=\(tails.map(\.rawValue).joined(separator: ","))" + (declaresLength ? "" : "&chunked=1")
             case .malformedXML: return "/faults/malformed-xml"
             case .hostileText: return "/faults/hostile-text"
             case .xmlBillionLaughs: return "/faults/xml-billion-laughs"
@@ -109,6 +117,16 @@ extension DemoServer {
         private static func encoded(_ text: String) -> String {
             text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
         }
+    }
+
+    /// How a ``Fault/feed(items:chunkBytes:tails:declaresLength:)`` ends.
+    public enum FeedTail: String, Sendable, Hashable {
+        /// The whole document.
+        case complete
+        /// Half the declared bytes, then the connection is reset.
+        case truncated
+        /// A last item with a bare `&`: well-formed up to there.
+        case malformed
     }
 
     /// The URL of a fault route on this server.

@@ -39,7 +39,8 @@ import GRDB
 ///
 /// To parse while writing (a streaming XML parser that inserts items as it meets
 /// them, say), let `Payload` be the `NetworkResponse` and parse inside `write`; a
-/// failure halfway still rolls everything back.
+/// failure halfway still rolls everything back. To parse while the body is still
+/// arriving, never holding it whole, conform to ``StreamingCachingOperation``.
 public protocol CachingOperation: NetworkOperation where Output == CacheUpdate<Written> {
     /// What `parse` produces and `write` consumes.
     associatedtype Payload: Sendable = NetworkResponse
@@ -147,17 +148,10 @@ extension CachingOperation {
                 return .notModified
             }
             let payload = try await parse(response, context: context)
-            let validators = Validators(response.headers)
-            let now = store.currentDate()
-            let mutationTypes = store.mutationTypes.withLock { $0 }
-            let tags = cacheTags
+            let record = SyncRecord(self, response: response, url: url, store: store)
             let written = try await store.write { db in
                 let written = try self.write(payload, to: db)
-                // Pending writes stay on screen: their optimistic changes go
-                // on top of what the server sent, in the same transaction.
-                try OutboxTable.reapplyPending(db, types: mutationTypes)
-                try SyncLedger.recordSuccess(for: key, at: now, validators: validators, url: url, in: db)
-                try SyncLedger.setTags(tags, for: key, in: db)
+                try record.apply(in: db)
                 return written
             }
             store.scheduleEviction()
@@ -168,6 +162,35 @@ extension CachingOperation {
             if failure.code != .cancelled { await store.ledger.recordFailure(failure, for: key) }
             throw failure
         }
+    }
+}
+
+/// What a caching write records beside its data, in its transaction.
+struct SyncRecord: Sendable {
+    var key: String
+    var now: Date
+    var validators: Validators
+    var url: String
+    var tags: Set<String>
+    var mutationTypes: [String: any Mutation.Type]
+
+    init<Operation: CachingOperation>(_ operation: Operation, response: NetworkResponse, url: String, store: Store) {
+        key = operation.cacheKey
+        now = store.currentDate()
+        validators = Validators(response.headers)
+        self.url = url
+        tags = operation.cacheTags
+        mutationTypes = store.mutationTypes.withLock { $0 }
+    }
+
+    /// Re-applies pending mutations and records the success, with its
+    /// validators and tags, after the operation's own writes.
+    func apply(in db: Database) throws {
+        // Pending writes stay on screen: their optimistic changes go
+        // on top of what the server sent, in the same transaction.
+        try OutboxTable.reapplyPending(db, types: mutationTypes)
+        try SyncLedger.recordSuccess(for: key, at: now, validators: validators, url: url, in: db)
+        try SyncLedger.setTags(tags, for: key, in: db)
     }
 }
 

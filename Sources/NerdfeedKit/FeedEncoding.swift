@@ -13,8 +13,20 @@ import Foundation
 enum FeedEncoding {
     /// Throws `.decoding` when libxml2 would read `data` as UTF-8 and it is not.
     static func check(_ data: Data) throws(DepotError) {
-        let head = data.prefix(256)
-        if head.starts(with: [0xFF, 0xFE]) || head.starts(with: [0xFE, 0xFF]) { return }
+        guard try readsAsUTF8(head: data.prefix(headLength)) else { return }
+        if let offset = firstInvalidUTF8(data) {
+            throw invalidUTF8(at: offset)
+        }
+    }
+
+    /// How many of a document's first bytes tell how libxml2 will read it.
+    static let headLength = 256
+
+    /// Whether libxml2 will read a document that starts with `head` (its first
+    /// ``headLength`` bytes, or all of a shorter one) as UTF-8, so that its
+    /// bytes must be checked. Throws for a declaration of UTF-16 without a byte order mark.
+    static func readsAsUTF8(head: Data) throws(DepotError) -> Bool {
+        if head.starts(with: [0xFF, 0xFE]) || head.starts(with: [0xFE, 0xFF]) { return false }
         if let declared = declaredEncoding(Array(head)) {
             switch declared {
             case "utf-8", "utf8":
@@ -22,12 +34,32 @@ enum FeedEncoding {
             case "utf-16", "utf-16le", "utf-16be", "utf16":
                 throw FeedParseFailure.error("the feed declares UTF-16 but has no byte order mark")
             default:
-                return  // a single-byte encoding libxml2 converts, or one it refuses with an error
+                return false  // a single-byte encoding libxml2 converts, or one it refuses with an error
             }
         }
-        if let offset = firstInvalidUTF8(data) {
-            throw FeedParseFailure.error("the feed is not valid UTF-8 (byte \(offset))")
+        return true
+    }
+
+    /// The error for a byte that breaks UTF-8 at `offset`.
+    static func invalidUTF8(at offset: Int) -> DepotError {
+        FeedParseFailure.error("the feed is not valid UTF-8 (byte \(offset))")
+    }
+
+    /// How many of `bytes` end with a complete UTF-8 sequence: the rest (at
+    /// most 3 bytes) is the start of a sequence the next chunk completes.
+    static func completePrefixLength(_ bytes: Data) -> Int {
+        let count = bytes.count
+        var index = count
+        var seen = 0
+        while index > 0, seen < 3 {
+            index -= 1
+            seen += 1
+            let byte = bytes[bytes.startIndex + index]
+            if byte & 0xC0 == 0x80 { continue }  // a continuation byte: look further back for its lead
+            let length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1
+            return count - index < length ? index : count
         }
+        return count
     }
 
     /// The encoding of an XML declaration as libxml2 reads it (version first,

@@ -55,6 +55,31 @@ extension FeedItem {
     }
 }
 
+extension FeedItem {
+    /// Merges a feed document as it arrives, as ``merge(document:baseURL:feed:into:)``
+    /// does with a whole one: the parser, fed each chunk of `body` as it comes,
+    /// and the encoding of each batch run on another thread while this one
+    /// writes. Memory holds a few chunks and a few batches. A transfer that
+    /// fails halfway, or a parse failure, throws, and the caller's transaction
+    /// rolls back what the earlier batches wrote.
+    ///
+    /// Runs inside the caller's transaction.
+    static func merge(streaming body: StreamedBody, baseURL: URL, feed: String, into db: Database) throws -> FeedMerge {
+        var merger = try FeedMerger(feed: feed, in: db)
+        try OverlappedIngest.run(
+            produce: { yield in
+                try withoutActuallyEscaping(yield) { yield in
+                    let parser = FeedParser.Incremental(baseURL: baseURL) { batch in try yield(FeedBatchEncoder.encode(batch)) }
+                    while let chunk = try body.next() { try parser.feed(chunk) }
+                    try parser.finish()
+                }
+            },
+            consume: { batch in try merger.merge(batch, in: db) }
+        )
+        return try merger.result(in: db)
+    }
+}
+
 /// A batch of parsed items as one JSON array of `[id, link, title, author,
 /// summary, published]` rows; an identity listed twice in the batch is kept
 /// once (the first).

@@ -179,20 +179,31 @@ public struct FeedParser {
         return try withoutActuallyEscaping(body) { body in
             let reader = FeedReader(baseURL: baseURL, removingBreadcrumbs: removingBreadcrumbs, batchSize: batchSize, deliver: body)
             let failure = XMLStream(handler: reader).parse(data)
-            if let stopped = reader.deliveryError { throw stopped }
-            if let failure = reader.failure { throw failure }
-            if let failure {
-                // libxml2's words ("EntityRef: expecting ';'") and number (68 for a bare "&", 26 for an
-                // undeclared entity, 201 for an undeclared namespace prefix). The words can quote the
-                // document (an entity's name): they are cut short, and terminals get them sanitized.
-                let words = failure.message.isEmpty ? "" : ": " + (failure.message.count > 120 ? failure.message.prefix(119) + "…" : failure.message)
-                throw FeedParseFailure.error("malformed XML at line \(failure.line), column \(failure.column)\(words) (libxml2 error \(failure.code))", xmlError: failure)
-            }
-            guard reader.sawFeedRoot else {
-                throw FeedParseFailure.error("not an RSS or Atom feed: no root element")
-            }
-            try reader.finish()
-            return Summary(title: reader.feedTitle, items: reader.deliveredItems, skippedItems: reader.skippedItems)
+            return try summary(of: reader, failure: failure)
+        }
+    }
+
+    /// What a read that has ended comes to: its summary, or why it failed.
+    static func summary(of reader: FeedReader, failure: XMLStream.Failure?) throws -> Summary {
+        try throwIfFailed(reader, failure)
+        guard reader.sawFeedRoot else {
+            throw FeedParseFailure.error("not an RSS or Atom feed: no root element")
+        }
+        try reader.finish()
+        return Summary(title: reader.feedTitle, items: reader.deliveredItems, skippedItems: reader.skippedItems)
+    }
+
+    /// Throws what stopped a read, if anything did: the receiver's error, the
+    /// reader's, or libxml2's.
+    static func throwIfFailed(_ reader: FeedReader, _ failure: XMLStream.Failure?) throws {
+        if let stopped = reader.deliveryError { throw stopped }
+        if let failure = reader.failure { throw failure }
+        if let failure {
+            // libxml2's words ("EntityRef: expecting ';'") and number (68 for a bare "&", 26 for an
+            // undeclared entity, 201 for an undeclared namespace prefix). The words can quote the
+            // document (an entity's name): they are cut short, and terminals get them sanitized.
+            let words = failure.message.isEmpty ? "" : ": " + (failure.message.count > 120 ? failure.message.prefix(119) + "…" : failure.message)
+            throw FeedParseFailure.error("malformed XML at line \(failure.line), column \(failure.column)\(words) (libxml2 error \(failure.code))", xmlError: failure)
         }
     }
 }

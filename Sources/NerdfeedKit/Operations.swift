@@ -8,10 +8,13 @@ import GRDB
 /// it shows; see ``ParsedItem/id``): one operation type for the forum-feed endpoint.
 ///
 /// Unchanged feeds cost a 304: the ledger's `ETag` and `Last-Modified` go out as
-/// a conditional request. The feed is parsed as it is merged, batch by batch in
-/// the operation's one transaction, so a feed of a million items syncs in the
-/// memory of a few batches. A feed that cannot be parsed fails with `.decoding`
-/// and the transaction rolls back: the cache stays exactly as it was.
+/// a conditional request. The feed is parsed as its bytes arrive and merged
+/// batch by batch in the operation's one transaction (a
+/// ``DepotStore/StreamingCachingOperation``), so a feed of a million items syncs
+/// in the memory of a few chunks and batches; the body is never held whole. A
+/// feed that cannot be parsed fails with `.decoding`, and a body cut short with
+/// the transfer's error: the transaction rolls back, and the cache stays
+/// exactly as it was.
 ///
 /// For example:
 ///
@@ -19,7 +22,7 @@ import GRDB
 /// let update = try await controller.perform(FetchForumFeed(url: feedURL))
 /// if let merge = update.written { print(merge) }   // "3 new, 0 updated, 17 unchanged"
 /// ```
-public struct FetchForumFeed: CachingOperation {
+public struct FetchForumFeed: StreamingCachingOperation {
     /// The feed's URL; its items are stored with it as their ``FeedItem/feed``.
     public let url: URL
     /// What happens with no network: wait for it (the default, for an app that
@@ -43,6 +46,12 @@ public struct FetchForumFeed: CachingOperation {
     /// items by identity as it comes; see ``FeedMerge``.
     public func write(_ response: NetworkResponse, to db: Database) throws -> FeedMerge {
         try FeedItem.merge(document: response.body, baseURL: response.url, feed: url.absoluteString, into: db)
+    }
+
+    /// Parses the body as it arrives with ``FeedParser/Incremental`` on another
+    /// thread, and merges each batch of items by identity as it comes.
+    public func write(_ body: StreamedBody, of response: NetworkResponse, to db: Database) throws -> FeedMerge {
+        try FeedItem.merge(streaming: body, baseURL: response.url, feed: url.absoluteString, into: db)
     }
 }
 

@@ -92,41 +92,61 @@ final class XMLStream {
     func parse(_ data: Data) -> Failure? {
         data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Failure? in
             let bytes = raw.bindMemory(to: CChar.self)
-            return parse(bytes)
+            // The first bytes tell libxml2 the encoding (a byte order mark or the declaration).
+            let head = min(4, bytes.count)
+            if let failure = begin(UnsafeBufferPointer(rebasing: bytes[..<head])) { return failure }
+            push(UnsafeBufferPointer(rebasing: bytes[head...]))
+            return end()
         }
     }
 
-    private func parse(_ bytes: UnsafeBufferPointer<CChar>) -> Failure? {
+    /// Whether more bytes would be read: not stopped, and no fatal error yet.
+    var isReading: Bool {
+        guard let context else { return false }
+        return !stopped && context.pointee.disableSAX == 0
+    }
+
+    /// Starts an incremental read; `head` is the document's first bytes (4 are
+    /// enough for libxml2 to tell the encoding from a byte order mark or the
+    /// declaration). Then ``push(_:)`` the rest as it comes, and ``end()``.
+    ///
+    /// - Returns: A failure if libxml2 could not make a parser.
+    func begin(_ head: UnsafeBufferPointer<CChar>) -> Failure? {
+        precondition(context == nil, "an XMLStream reads one document")
         var sax = Self.makeHandlerTable()
-        // The first bytes tell libxml2 the encoding (a byte order mark or the declaration).
-        let head = min(4, bytes.count)
         // The callbacks' user data is this stream, not the parser: with the
         // parser as its user data, libxml2 looks an entity up in the DTD
         // itself when getEntity finds none, and so expands what a document
         // declares (it keeps declarations even with no entityDecl callback).
         let owner = Unmanaged.passUnretained(self).toOpaque()
-        guard let context = xmlCreatePushParserCtxt(&sax, owner, bytes.baseAddress, Int32(head), nil) else {
+        guard let context = xmlCreatePushParserCtxt(&sax, owner, head.baseAddress, Int32(head.count), nil) else {
             return Failure(code: 2, line: 0, column: 0, message: "libxml2 could not make a parser")
         }
         self.context = context
-        defer {
-            // No callback makes a document, but libxml2 makes one to keep a DTD's entity declarations in.
-            if let document = context.pointee.myDoc {
-                xmlFreeDoc(document)
-                context.pointee.myDoc = nil
-            }
-            xmlFreeParserCtxt(context)
-            self.context = nil
-        }
         xmlCtxtUseOptions(context, Int32(XML_PARSE_NONET.rawValue))
+        return nil
+    }
 
-        var offset = head
-        while offset < bytes.count, !stopped, context.pointee.disableSAX == 0 {
+    /// Reads the next bytes of the document, in chunks of at most ``chunkSize``.
+    /// Does nothing once the read has stopped or failed.
+    func push(_ bytes: UnsafeBufferPointer<CChar>) {
+        guard let context, let base = bytes.baseAddress else { return }
+        var offset = 0
+        while offset < bytes.count, isReading {
             let length = min(Self.chunkSize, bytes.count - offset)
-            xmlParseChunk(context, bytes.baseAddress! + offset, Int32(length), 0)
+            xmlParseChunk(context, base + offset, Int32(length), 0)
             offset += length
         }
-        if !stopped, context.pointee.disableSAX == 0 {
+    }
+
+    /// Ends the document and frees the parser.
+    ///
+    /// - Returns: The first error libxml2 reported that is not a warning, or
+    ///   `nil` for a well-formed document (or one read up to ``stop()``).
+    func end() -> Failure? {
+        guard let context else { return firstError }
+        defer { release() }
+        if isReading {
             xmlParseChunk(context, nil, 0, 1)
         }
         if stopped { return nil }
@@ -137,6 +157,21 @@ final class XMLStream {
                            column: Int(xmlSAX2GetColumnNumber(context)), message: "the document is not well-formed")
         }
         return nil
+    }
+
+    private func release() {
+        guard let context else { return }
+        // No callback makes a document, but libxml2 makes one to keep a DTD's entity declarations in.
+        if let document = context.pointee.myDoc {
+            xmlFreeDoc(document)
+            context.pointee.myDoc = nil
+        }
+        xmlFreeParserCtxt(context)
+        self.context = nil
+    }
+
+    deinit {
+        release()
     }
 
     // MARK: - Events

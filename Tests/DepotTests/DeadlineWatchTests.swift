@@ -47,6 +47,35 @@ import Testing
         #expect(!key.finish())
     }
 
+    @Test func aPausedTransferHasNoIdleDeadlineUntilItResumes() async throws {
+        let clock = ManualClock()
+        let watch = DeadlineWatch(timebase: Timebase(clock))
+        let expiries = Expiries()
+        let key = watch.register(timeout: .idle(.seconds(2)), onExpire: expiries.onExpire("paused"))
+        // (a transfer with a distant deadline keeps the watch sleeping, whatever the other does)
+        let distant = watch.register(timeout: .idle(.seconds(100)), onExpire: expiries.onExpire("distant"))
+        defer { watch.remove(distant) }
+        // Given a transfer waiting for its consumer (a streamed body's sink), not for the network
+        watch.pause(key)
+        await clock.sleepers(atLeast: 1)
+
+        // When far more than its idle limit goes by
+        clock.advance(by: .seconds(10))
+        await clock.sleepers(atLeast: 1)  // the watch woke, found nothing due, and sleeps again
+
+        // Then it has not timed out
+        #expect(expiries.names.isEmpty)
+        #expect(key.expiry == nil)
+
+        // And once resumed, its idle limit counts from then
+        watch.resume(key)
+        clock.advance(by: .seconds(1.5))
+        #expect(expiries.names.isEmpty)
+        clock.advance(by: .seconds(0.5))
+        await expiries.wait(for: "paused")
+        #expect(key.expiry?.code == .timedOut)
+    }
+
     @Test func bytesPushTheIdleDeadlineButNotTheTotalOne() async throws {
         let clock = ManualClock()
         let watch = DeadlineWatch(timebase: Timebase(clock))

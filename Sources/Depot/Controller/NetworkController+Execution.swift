@@ -18,6 +18,8 @@ extension NetworkController {
         var attempt = 1
         var followsRefresh = false
         while true {
+            // The sink of this attempt's streamed body, until it is processed or failed.
+            var streamed: (any ResponseBodySink)?
             let outcome = await attemptTransfer(operation, name: name, request: request, url: url, attempt: attempt, environment: environment, logger: logger, traceParent: traceParent)
             let intercepted: InterceptedAttempt
             let sample: TransferSample?
@@ -28,13 +30,14 @@ extension NetworkController {
                     return JobResult(result: .failure(failure), status: failure.status)
                 }
                 return JobResult(result: .failure(failure), waitsForCredentials: generation)
-            case .response(let response, let transferSample, let sent):
+            case .response(let response, let transferSample, let sent, let sink):
                 // The usual case needs no interceptor: the retry policy passes every response.
                 guard configuration.authenticator != nil || !configuration.interceptors.isEmpty else {
-                    return await process(operation, name: name, response: response, sent: sent.url, sample: transferSample, attempt: attempt, environment: environment, logger: logger)
+                    return await process(operation, name: name, response: response, streamedTo: sink, sent: sent.url, sample: transferSample, attempt: attempt, environment: environment, logger: logger)
                 }
                 intercepted = InterceptedAttempt(request: sent, outcome: .success(response), responseHeaders: response.headers, attempt: attempt, operationName: name)
                 sample = transferSample
+                streamed = sink
             case .failed(let failure, let headers, let transferSample, let sent):
                 if failure.code == .offline, operation.offlineBehavior == .waitForConnectivity, !Task.isCancelled {
                     return JobResult(result: .failure(failure), waitsForNetwork: true)
@@ -48,12 +51,21 @@ extension NetworkController {
             var attemptSeen = intercepted
             attemptSeen.followsRefresh = followsRefresh
             let decision = await intercept(attemptSeen, operation: operation)
+            // Anything but processing: a streamed body will not be used.
+            if let streamed {
+                switch decision.base {
+                case .proceed: break  // a streamed body's outcome is a success: it is processed below
+                case .fail(let failure): await streamed.fail(failure)
+                case .retry, .retryAuthenticated:
+                    await streamed.fail(DepotError(Task.isCancelled ? .cancelled : .processing, operation: name, status: intercepted.outcome.status, detail: "an interceptor asked for a retry"))
+                }
+            }
             let delay: Duration
             switch decision.base {
             case .proceed:
                 switch intercepted.outcome {
                 case .success(let response):
-                    return await process(operation, name: name, response: response, sent: intercepted.request.url, sample: sample, attempt: attempt, environment: environment, logger: logger)
+                    return await process(operation, name: name, response: response, streamedTo: streamed, sent: intercepted.request.url, sample: sample, attempt: attempt, environment: environment, logger: logger)
                 case .failure(let failure):
                     return JobResult(result: .failure(failure), status: failure.status, sample: sample)
                 }
@@ -102,7 +114,8 @@ extension NetworkController {
     }
 
     enum AttemptOutcome {
-        case response(NetworkResponse, TransferSample?, sent: TransportRequest)
+        /// An accepted response; with a sink, its body went there (the response's body is empty).
+        case response(NetworkResponse, TransferSample?, sent: TransportRequest, sink: (any ResponseBodySink)?)
         case failed(DepotError, headers: HeaderFields, sample: TransferSample?, sent: TransportRequest)
         /// The authenticator has no credential (signed out): `generation` is its
         /// credential generation then, so a sign-in that came meanwhile is not missed.
@@ -162,9 +175,11 @@ extension NetworkController {
         let running = environment.running
         // Only a paced delayable job watches its remaining bytes (one allocation for those alone).
         let pacing = configuration.delayablePacing.isOn && operation.priority <= Scheduler.delayable ? PacingLatch(job: environment.job) : nil
+        let chooseSink = bodySinkChooser(for: operation, context: OperationContext(
+            ticket: environment.job, attempt: attempt, now: context.now, logger: logger, values: configuration.contextValues, operationName: name, requestURL: transportRequest.url))
         let transfer: TransferPipeline.Result
         do {
-            transfer = try await pipeline.run(transportRequest, timeout: operation.timeout.capped(at: configuration.longestTransfer), cancelOnTimeout: environment.cancel, onHead: meter.begin) { [weak self] progress in
+            transfer = try await pipeline.run(transportRequest, timeout: operation.timeout.capped(at: configuration.longestTransfer), streamingTo: chooseSink, cancelOnTimeout: environment.cancel, onHead: meter.begin) { [weak self] progress in
                 meter.record(progress.received)
                 if let pacing { self?.notePacing(pacing, progress) }
                 self?.reportProgress(running, progress)
@@ -194,10 +209,11 @@ extension NetworkController {
             noteAttempt(sample: linkSample, error: nil)
             var failure = DepotError.wrap(error, operation: name, fallback: .unexpectedStatus)
             if failure.status == nil { failure.status = response.status }
+            await transfer.sink?.fail(failure)
             return .failed(failure, headers: response.headers, sample: transfer.sample, sent: transportRequest)
         }
         noteAttempt(sample: linkSample, error: nil, accepted: true)
-        return .response(response, transfer.sample, sent: transportRequest)
+        return .response(response, transfer.sample, sent: transportRequest, sink: transfer.sink)
     }
 
     /// Turns an accepted response into the job's result.
@@ -205,6 +221,7 @@ extension NetworkController {
         _ operation: Operation,
         name: String,
         response: NetworkResponse,
+        streamedTo sink: (any ResponseBodySink)?,
         sent: URL,
         sample: TransferSample?,
         attempt: Int,
@@ -214,6 +231,14 @@ extension NetworkController {
         let transfer = (response: response, sample: sample)
         let context = OperationContext(ticket: environment.job, attempt: attempt, now: configuration.currentDate(), logger: logger, values: configuration.contextValues, operationName: name, requestURL: sent)
         do {
+            if let sink {
+                guard !Task.isCancelled else {
+                    await sink.fail(DepotError(.cancelled, operation: name, status: response.status))
+                    throw CancellationError()
+                }
+                let output = try await Self.process(operation, response, streamedTo: sink, context: context)
+                return JobResult(result: .success(output), status: response.status, sample: transfer.sample)
+            }
             try Task.checkCancellation()
             let output = try await operation.process(response, context: context)
             return JobResult(result: .success(output), status: response.status, sample: transfer.sample)

@@ -14,7 +14,7 @@ public struct NetworkResponse: Sendable {
     public var status: Int
     /// The response headers.
     public var headers: HeaderFields
-    /// The whole body.
+    /// The whole body; empty when it went to a ``StreamingNetworkOperation``'s sink instead.
     public var body: Data
     /// The URL that answered, after redirects.
     public var url: URL

@@ -69,6 +69,9 @@ final class DeadlineWatch: Sendable {
             lastActivity.store(Self.nanoseconds(now), ordering: .relaxed)
         }
 
+        /// Far enough ahead that the idle deadline never comes, and far from overflowing.
+        fileprivate static let paused = Int64.max / 4
+
         fileprivate var deadline: Duration {
             let idleDeadline = Duration.nanoseconds(lastActivity.load(ordering: .relaxed)) + idle
             return totalDeadline.map { min($0, idleDeadline) } ?? idleDeadline
@@ -122,6 +125,24 @@ final class DeadlineWatch: Sendable {
     /// Bytes arrived: the idle deadline moves (to `time` after `now`, if given).
     func touch(_ key: Key, at time: Duration? = nil) {
         key.touch(at: time ?? timebase.now())
+    }
+
+    /// Stops the idle deadline while the transfer waits for its consumer, not
+    /// for the network (a body sink that is writing); the total one still runs.
+    /// ``resume(_:)`` starts it again from that moment.
+    func pause(_ key: Key) {
+        key.touch(at: .nanoseconds(Key.paused))
+    }
+
+    /// Starts the idle deadline again after ``pause(_:)``, from now. The sleeper
+    /// may have been armed past it (or not at all) meanwhile: it is re-armed.
+    func resume(_ key: Key) {
+        key.touch(at: timebase.now())
+        let replaced = state.withLock { state -> Task<Void, Never>? in
+            guard state.entries[key.id] != nil else { return nil }
+            return rearmIfNeeded(for: key.deadline, in: &state)
+        }
+        replaced?.cancel()
     }
 
     /// Stops watching a transfer.

@@ -23,13 +23,25 @@ struct TransferPipeline: Sendable {
     struct Result: Sendable {
         var response: NetworkResponse
         var sample: TransferSample
+        /// Where the body went instead of `response.body`, if it was streamed.
+        var sink: (any ResponseBodySink)? = nil
     }
+
+    /// Chooses where an accepted body goes as it arrives (see
+    /// ``StreamingNetworkOperation``), given the head as a response with an
+    /// empty body; `nil` buffers it.
+    typealias SinkChooser = @Sendable (NetworkResponse) async throws -> (any ResponseBodySink)?
 
     /// Sends `request`, follows redirects and collects the body, in the calling task.
     ///
     /// When a timeout expires, `cancelOnTimeout` is called; it must cancel the task
     /// that is running this call (the controller cancels the job's task). The
     /// cancellation is then reported as ``DepotError/Code/timedOut``.
+    ///
+    /// A 2xx body (not HEAD, 204 or 304) goes to the sink `chooseSink` gives,
+    /// if any, instead of into `response.body`: each chunk is awaited there
+    /// before the next one is read. A failure after the sink was chosen
+    /// reaches its ``ResponseBodySink/fail(_:)`` before this throws.
     ///
     /// - Parameters:
     ///   - onHead: Called once, with the time it arrived, for the head whose
@@ -38,14 +50,16 @@ struct TransferPipeline: Sendable {
     func run(
         _ request: TransportRequest,
         timeout: Timeout,
+        streamingTo chooseSink: SinkChooser? = nil,
         cancelOnTimeout: @escaping @Sendable () -> Void,
         onHead: @Sendable (Duration) -> Void = { _ in },
         onProgress: @escaping @Sendable (TransferProgress) -> Void
     ) async throws -> Result {
         let key = watch.register(timeout: timeout, onExpire: cancelOnTimeout)
         defer { watch.remove(key) }
+        var sink: (any ResponseBodySink)?
         do {
-            let result = try await transfer(request, watching: key, onHead: onHead, onProgress: onProgress)
+            let result = try await transfer(request, watching: key, chooseSink: chooseSink, sink: &sink, onHead: onHead, onProgress: onProgress)
             // The body is complete. A timeout that fired at this very instant
             // either came first (then the job is being cancelled: report the
             // timeout, and nothing is processed) or comes too late to cancel
@@ -53,8 +67,9 @@ struct TransferPipeline: Sendable {
             guard key.finish() else { throw key.expiry ?? DepotError(.timedOut) }
             return result
         } catch {
-            if let timedOut = key.expiry { throw timedOut }
-            throw error
+            let failure = key.expiry ?? error
+            if let sink { await sink.fail(DepotError.wrap(failure, operation: nil, fallback: .transport)) }
+            throw failure
         }
     }
 
@@ -80,6 +95,8 @@ struct TransferPipeline: Sendable {
     private func transfer(
         _ original: TransportRequest,
         watching key: DeadlineWatch.Key,
+        chooseSink: SinkChooser?,
+        sink: inout (any ResponseBodySink)?,
         onHead: @Sendable (Duration) -> Void,
         onProgress: @escaping @Sendable (TransferProgress) -> Void
     ) async throws -> Result {
@@ -111,6 +128,11 @@ struct TransferPipeline: Sendable {
                 throw DepotError(.tooLarge, status: head.status, detail: "Content-Length \(expected) over the limit of \(maximumBodySize) bytes")
             }
             onHead(firstByte)
+            if hasBody, (200..<300).contains(head.status), let chooseSink,
+               let chosen = try await chooseSink(NetworkResponse(status: head.status, headers: head.headers, url: request.url)) {
+                sink = chosen
+                return try await stream(head, of: request, expected: expected, into: chosen, watching: key, sent: sent, firstByte: firstByte, onProgress: onProgress)
+            }
             var body = Data()
             for try await chunk in head.body {
                 if body.count + chunk.count > maximumBodySize {
@@ -139,6 +161,51 @@ struct TransferPipeline: Sendable {
             let sample = TransferSample(bytes: Int64(body.count), timeToFirstByte: firstByte - sent, transferDuration: finished - firstByte)
             return Result(response: response, sample: sample)
         }
+    }
+
+    /// Hands the body of `head` to `sink` chunk by chunk, under the same rules
+    /// as a buffered body. While the sink takes a chunk, the idle deadline
+    /// waits: the network is not what is slow. A sink that throws stops the
+    /// transfer, and the result says what arrived until then.
+    private func stream(
+        _ head: TransportResponse,
+        of request: TransportRequest,
+        expected: Int64?,
+        into sink: any ResponseBodySink,
+        watching key: DeadlineWatch.Key,
+        sent: Duration,
+        firstByte: Duration,
+        onProgress: @escaping @Sendable (TransferProgress) -> Void
+    ) async throws -> Result {
+        var received: Int64 = 0
+        var stopped = false
+        for try await chunk in head.body {
+            if received + Int64(chunk.count) > Int64(maximumBodySize) {
+                throw DepotError(.tooLarge, status: head.status, detail: "more than the limit of \(maximumBodySize) bytes")
+            }
+            received += Int64(chunk.count)
+            watch.touch(key)
+            onProgress(TransferProgress(received: received, expected: expected))
+            watch.pause(key)
+            do {
+                try await sink.receive(chunk)
+            } catch {
+                // A sink stopped by the transfer's cancellation (a timeout) is the transfer's failure.
+                try Task.checkCancellation()
+                stopped = true
+            }
+            watch.resume(key)
+            if stopped { break }
+        }
+        // A cancelled consumer sees the stream end early; that is not a complete body.
+        try Task.checkCancellation()
+        let finished = timebase.now()
+        if !stopped, let expected, received < expected {
+            throw DepotError(.connectionLost, status: head.status, detail: "body truncated after \(received) of \(expected) bytes")
+        }
+        let response = NetworkResponse(status: head.status, headers: head.headers, url: request.url)
+        let sample = TransferSample(bytes: received, timeToFirstByte: firstByte - sent, transferDuration: finished - firstByte)
+        return Result(response: response, sample: sample, sink: sink)
     }
 
     /// The request to send next if `head` is a redirect Depot follows, else `nil`.

@@ -1,0 +1,137 @@
+import DemoServer
+import Depot
+import DepotAsyncHTTPClient
+import DepotStore
+import DepotTesting
+import Foundation
+import GRDB
+import NerdfeedKit
+import Testing
+
+/// `FetchForumFeed` parses its body as it arrives (a `StreamingCachingOperation`):
+/// against the real DemoServer, whose `/faults/feed` writes a feed in small
+/// chunks and can cut it short or break its tail.
+@Suite(.timeLimit(.minutes(1)))
+struct StreamingSyncTests {
+    /// Runs `body` with a server, a store and a controller over AsyncHTTPClient.
+    func withSetup(
+        retryPolicy: RetryPolicy = .never,
+        maximumBodySize: Int = NetworkController.Configuration.defaultMaximumBodySize,
+        _ body: (DemoServer, Store, NetworkController) async throws -> Void
+    ) async throws {
+        try await DemoServer.withRunning(.init(seed: 7, initialPosts: 0)) { server in
+            try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator) { store in
+                let transport = AsyncHTTPClientTransport()
+                var configuration = NetworkController.Configuration(baseURL: server.baseURL, transport: transport, notificationCenter: nil)
+                configuration.store = store
+                configuration.retryPolicy = retryPolicy
+                configuration.maximumBodySize = maximumBodySize
+                let controller = NetworkController(configuration: configuration)
+                do {
+                    try await body(server, store, controller)
+                } catch {
+                    _ = await controller.shutdown(grace: .zero)
+                    await transport.shutdown()
+                    throw error
+                }
+                _ = await controller.shutdown(grace: .zero)
+                await transport.shutdown()
+            }
+        }
+    }
+
+    /// What `body` threw, as a DepotError (`nil` if it did not throw).
+    func failure(_ body: () async throws -> Void) async -> DepotError? {
+        do {
+            try await body()
+            return nil
+        } catch {
+            return DepotError.wrap(error, operation: nil, fallback: .processing)
+        }
+    }
+
+    /// The feed's items as `title` by guid.
+    func titles(_ store: Store, feed: URL) async throws -> [String: String] {
+        let items = try await store.read { db in try FeedItem.newestFirst(feed: feed).fetchAll(db) }
+        return Dictionary(uniqueKeysWithValues: items.map { ($0.id, $0.title) })
+    }
+
+    /// What the server's n-th answer holds: `items` titles, by guid.
+    func expected(items: Int, version: Int) -> [String: String] {
+        Dictionary(uniqueKeysWithValues: (0..<items).map { ("item-\($0)", "Café ☕ número \($0) v\(version)") })
+    }
+
+    @Test func aFeedStreamedInSmallChunksLandsIntact() async throws {
+        try await withSetup { server, store, controller in
+            // Given a feed of 3,000 items (330 KB) written 97 bytes at a time: chunks split
+            // multi-byte characters, elements and the 1,000-item batches
+            let feed = server.url(for: .feed(items: 3_000, chunkBytes: 97))
+
+            // When it is synced
+            let update = try await controller.perform(FetchForumFeed(url: feed))
+
+            // Then every item landed as the server wrote it, and the ledger says synced
+            #expect(update.written == FeedMerge(inserted: 3_000, updated: 0, unchanged: 0))
+            #expect(try await titles(store, feed: feed) == expected(items: 3_000, version: 1))
+            let entry = try await store.ledger.entry(for: FetchForumFeed(url: feed).cacheKey)
+            #expect(entry?.lastSynced != nil && entry?.lastError == nil)
+        }
+    }
+
+    @Test(arguments: [DemoServer.FeedTail.truncated, .malformed])
+    func aBodyThatFailsHalfwayLeavesTheCacheAsItWas(tail: DemoServer.FeedTail) async throws {
+        try await withSetup { server, store, controller in
+            // Given a synced feed of 2,500 items
+            let feed = server.url(for: .feed(items: 2_500, chunkBytes: 700, tails: [.complete, tail]))
+            _ = try await controller.perform(FetchForumFeed(url: feed))
+            let before = try await titles(store, feed: feed)
+            #expect(before == expected(items: 2_500, version: 1))
+
+            // When the next answer, whose every title changed, fails halfway (after
+            // the first batches were merged in the open transaction)
+            let error = await failure { _ = try await controller.perform(FetchForumFeed(url: feed)) }
+
+            // Then the sync fails as the transfer or the parser says
+            #expect(error?.code == (tail == .truncated ? .connectionLost : .decoding))
+            // and the cache is exactly as it was: nothing of the second answer landed
+            #expect(try await titles(store, feed: feed) == before)
+            // and the ledger records the failure
+            let entry = try await store.ledger.entry(for: FetchForumFeed(url: feed).cacheKey)
+            #expect(entry?.lastError?.code == error?.code)
+            #expect(server.requestCount(for: .feed(items: 0, chunkBytes: 1)) == 2)
+        }
+    }
+
+    @Test func theSizeLimitStopsAStreamedBody() async throws {
+        try await withSetup(maximumBodySize: 100_000) { server, store, controller in
+            // Given a chunked feed (no Content-Length) of about 330 KB, over a 100 KB limit
+            let feed = server.url(for: .feed(items: 3_000, chunkBytes: 1_000, declaresLength: false))
+
+            // When it is synced
+            let error = await failure { _ = try await controller.perform(FetchForumFeed(url: feed)) }
+
+            // Then the transfer stops at the limit, nothing lands, and the ledger says why
+            #expect(error?.code == .tooLarge)
+            #expect(try await titles(store, feed: feed).isEmpty)
+            let entry = try await store.ledger.entry(for: FetchForumFeed(url: feed).cacheKey)
+            #expect(entry?.lastError?.code == .tooLarge)
+        }
+    }
+
+    @Test func aRetryAfterAMidBodyFailureWritesOnce() async throws {
+        try await withSetup(retryPolicy: RetryPolicy(maximumAttempts: 2, baseDelay: .zero)) { server, store, controller in
+            // Given a feed whose first answer is cut short, and a policy that retries at once
+            let feed = server.url(for: .feed(items: 2_500, chunkBytes: 700, tails: [.truncated, .complete]))
+
+            // When it is synced
+            let update = try await controller.perform(FetchForumFeed(url: feed))
+
+            // Then the second attempt wrote the feed once, over nothing of the first
+            #expect(update.written == FeedMerge(inserted: 2_500, updated: 0, unchanged: 0))
+            #expect(try await titles(store, feed: feed) == expected(items: 2_500, version: 2))
+            #expect(server.requestCount(for: .feed(items: 0, chunkBytes: 1)) == 2)
+            let entry = try await store.ledger.entry(for: FetchForumFeed(url: feed).cacheKey)
+            #expect(entry?.lastSynced != nil && entry?.lastError == nil)
+        }
+    }
+}
