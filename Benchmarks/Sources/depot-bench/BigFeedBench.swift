@@ -66,7 +66,7 @@ enum BigFeedBench {
             // --songs at the same server: its answer fails the songs sync, so the
             // run's exit status is not checked; the feed's rows are counted instead.
             // --keep: every item stays (the app keeps the newest 1,000 by default and evicts the rest before it exits).
-            let measurement = try NerdfeedBench.measure(nerdfeed, ["--once", "--limit", "3", "--keep", "\(items)", "--feed", feed, "--songs", "http://127.0.0.1:\(server.port)", "--cache", cache], requireSuccess: false)
+            let measurement = try NerdfeedBench.measure(nerdfeed, ["--once", "--limit", "3", "--keep", "\(items)", "--feed", feed, "--songs", "http://127.0.0.1:\(server.port)", "--cache", cache], requireSuccess: false, peakRSS: true)
             let rows = try NerdfeedBench.measure("/usr/bin/sqlite3", [cache, "SELECT COUNT(*) FROM feedItem"], capture: true).output
             guard rows.trimmingCharacters(in: .whitespacesAndNewlines) == "\(items)" else {
                 throw CocoaError(.coderReadCorrupt, userInfo: [NSLocalizedDescriptionKey: "the sync stored \(rows.trimmingCharacters(in: .whitespacesAndNewlines)) rows, not \(items)"])
