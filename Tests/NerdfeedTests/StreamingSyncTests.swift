@@ -172,4 +172,51 @@ struct StreamingSyncTests {
             #expect(try await titles(store, feed: feed).isEmpty)
         }
     }
+
+    @Test func cancellingASyncMidBodyRollsBackAndReleasesTheWriter() async throws {
+        try await withSetup { server, store, controller in
+            // Given a long feed whose sync has begun streaming into its transaction
+            let feed = server.url(for: .feed(items: 50_000, chunkBytes: 1_000))
+            let events = controller.events
+            let sync = Task { try await controller.perform(FetchForumFeed(url: feed)) }
+            for await event in events where event.kind == .progress { break }
+
+            // When its only caller cancels it
+            sync.cancel()
+            let error = await failure { _ = try await sync.value }
+
+            // Then it ends as cancelled, nothing landed, the ledger is untouched,
+            // and the store's writer is free again
+            #expect(error?.code == .cancelled)
+            #expect(try await titles(store, feed: feed).isEmpty)
+            #expect(try await store.ledger.entry(for: FetchForumFeed(url: feed).cacheKey) == nil)
+            try await store.write { db in try db.execute(sql: "SELECT 1") }
+        }
+    }
+
+    @Test func aCoalescedCallerThatCancelsLeavesTheStreamedSyncToTheOther() async throws {
+        try await withSetup { server, store, controller in
+            // Given two callers of one feed, coalesced on one streamed job
+            let feed = server.url(for: .feed(items: 20_000, chunkBytes: 1_000))
+            let events = controller.events
+            let first = Task { try await controller.perform(FetchForumFeed(url: feed)) }
+            let second = Task { try await controller.perform(FetchForumFeed(url: feed)) }
+            var coalesced = false
+            for await event in events {
+                if event.kind == .coalesced { coalesced = true }
+                if coalesced, event.kind == .progress { break }
+            }
+
+            // When the first cancels while the body streams in
+            first.cancel()
+
+            // Then the first ends cancelled, and the second gets the whole feed, written once
+            let error = await failure { _ = try await first.value }
+            #expect(error?.code == .cancelled)
+            let update = try await second.value
+            #expect(update.written == FeedMerge(inserted: 20_000, updated: 0, unchanged: 0))
+            #expect(try await titles(store, feed: feed).count == 20_000)
+            #expect(server.requestCount(for: .feed(items: 0, chunkBytes: 1)) == 1)
+        }
+    }
 }
