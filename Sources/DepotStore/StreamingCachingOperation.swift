@@ -81,6 +81,9 @@ extension StreamingCachingOperation {
                 // Rolled back; the failure is recorded in a transaction of its own.
                 var failure = DepotError.wrap(error, operation: name, fallback: .processing)
                 if failure.status == nil { failure.status = response.status }
+                // A transaction that never began (the store closed or busy) never read:
+                // the transfer, waiting for room, must hear it and stop.
+                body.finishReading(error: failure)
                 if failure.code != .cancelled { await store.ledger.recordFailure(failure, for: record.key) }
                 throw failure
             }

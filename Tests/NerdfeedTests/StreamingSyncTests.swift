@@ -14,13 +14,15 @@ import Testing
 @Suite(.timeLimit(.minutes(1)))
 struct StreamingSyncTests {
     /// Runs `body` with a server, a store and a controller over AsyncHTTPClient.
+    /// With `storeConfiguration`, the store is opened with it in a temporary folder.
     func withSetup(
         retryPolicy: RetryPolicy = .never,
         maximumBodySize: Int = NetworkController.Configuration.defaultMaximumBodySize,
+        storeConfiguration: GRDB.Configuration? = nil,
         _ body: (DemoServer, Store, NetworkController) async throws -> Void
     ) async throws {
         try await DemoServer.withRunning(.init(seed: 7, initialPosts: 0)) { server in
-            try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator) { store in
+            try await withStore(configuration: storeConfiguration) { store in
                 let transport = AsyncHTTPClientTransport()
                 var configuration = NetworkController.Configuration(baseURL: server.baseURL, transport: transport, notificationCenter: nil)
                 configuration.store = store
@@ -38,6 +40,19 @@ struct StreamingSyncTests {
                 await transport.shutdown()
             }
         }
+    }
+
+    /// Runs `body` with a store in a temporary folder: the fixture's, or one opened with `configuration`.
+    func withStore(configuration: GRDB.Configuration?, _ body: (Store) async throws -> Void) async throws {
+        guard let configuration else {
+            return try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator, body)
+        }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("StreamingSyncTests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try Store(path: folder.appendingPathComponent("cache.sqlite").path, migrator: NerdfeedSchema.migrator, configuration: configuration)
+        defer { try? store.close() }
+        try await body(store)
     }
 
     /// What `body` threw, as a DepotError (`nil` if it did not throw).
@@ -132,6 +147,76 @@ struct StreamingSyncTests {
             #expect(server.requestCount(for: .feed(items: 0, chunkBytes: 1)) == 2)
             let entry = try await store.ledger.entry(for: FetchForumFeed(url: feed).cacheKey)
             #expect(entry?.lastSynced != nil && entry?.lastError == nil)
+        }
+    }
+
+    @Test func aWriteTransactionThatCannotBeginStopsTheTransfer() async throws {
+        // Given a store whose writes give up at once while another connection holds the write lock
+        var configuration = GRDB.Configuration()
+        configuration.busyMode = .timeout(0.01)
+        try await withSetup(storeConfiguration: configuration) { server, store, controller in
+            var blocking = GRDB.Configuration()
+            blocking.allowsUnsafeTransactions = true
+            let other = try DatabaseQueue(path: try #require(store.path), configuration: blocking)
+            try await other.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
+
+            // When a feed of many more chunks than the hand-off holds is synced
+            let feed = server.url(for: .feed(items: 3_000, chunkBytes: 97))
+            let error = await failure { _ = try await controller.perform(FetchForumFeed(url: feed)) }
+
+            // Then the sync fails with the store's error instead of the transfer waiting
+            // forever for a transaction that never began (the idle deadline is paused)
+            #expect(error?.code == .storage)
+            try await other.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
+            try other.close()
+            #expect(try await titles(store, feed: feed).isEmpty)
+        }
+    }
+
+    @Test func cancellingASyncMidBodyRollsBackAndReleasesTheWriter() async throws {
+        try await withSetup { server, store, controller in
+            // Given a long feed whose sync has begun streaming into its transaction
+            let feed = server.url(for: .feed(items: 50_000, chunkBytes: 1_000))
+            let events = controller.events
+            let sync = Task { try await controller.perform(FetchForumFeed(url: feed)) }
+            for await event in events where event.kind == .progress { break }
+
+            // When its only caller cancels it
+            sync.cancel()
+            let error = await failure { _ = try await sync.value }
+
+            // Then it ends as cancelled, nothing landed, the ledger is untouched,
+            // and the store's writer is free again
+            #expect(error?.code == .cancelled)
+            #expect(try await titles(store, feed: feed).isEmpty)
+            #expect(try await store.ledger.entry(for: FetchForumFeed(url: feed).cacheKey) == nil)
+            try await store.write { db in try db.execute(sql: "SELECT 1") }
+        }
+    }
+
+    @Test func aCoalescedCallerThatCancelsLeavesTheStreamedSyncToTheOther() async throws {
+        try await withSetup { server, store, controller in
+            // Given two callers of one feed, coalesced on one streamed job
+            let feed = server.url(for: .feed(items: 20_000, chunkBytes: 1_000))
+            let events = controller.events
+            let first = Task { try await controller.perform(FetchForumFeed(url: feed)) }
+            let second = Task { try await controller.perform(FetchForumFeed(url: feed)) }
+            var coalesced = false
+            for await event in events {
+                if event.kind == .coalesced { coalesced = true }
+                if coalesced, event.kind == .progress { break }
+            }
+
+            // When the first cancels while the body streams in
+            first.cancel()
+
+            // Then the first ends cancelled, and the second gets the whole feed, written once
+            let error = await failure { _ = try await first.value }
+            #expect(error?.code == .cancelled)
+            let update = try await second.value
+            #expect(update.written == FeedMerge(inserted: 20_000, updated: 0, unchanged: 0))
+            #expect(try await titles(store, feed: feed).count == 20_000)
+            #expect(server.requestCount(for: .feed(items: 0, chunkBytes: 1)) == 1)
         }
     }
 }
