@@ -7,7 +7,10 @@ import Foundation
 /// The transfer hands chunks in from Swift concurrency and waits (suspending,
 /// never blocking a thread) while a few chunks are waiting; the transaction's
 /// thread, the store's writer, takes them with ``next()``, which blocks until
-/// one comes. So memory holds a few chunks, whatever the body's size.
+/// one comes. So memory holds a few chunks, whatever the body's size, when
+/// the transport stops reading while the transfer waits
+/// (`AsyncHTTPClientTransport` does; `URLSessionTransport` keeps what
+/// arrives meanwhile).
 ///
 /// For example, in ``StreamingCachingOperation/write(_:of:to:)``:
 ///
@@ -40,6 +43,8 @@ public final class StreamedBody: @unchecked Sendable {
     private var readerDone = false
     /// Why the reader stopped, if it failed: sends throw it.
     private var readerError: (any Error)?
+    /// Whether ``next()`` or ``awaitEnd()`` threw the transfer's failure.
+    private var threwTransferFailure = false
 
     init(capacity: Int = StreamedBody.defaultCapacity) {
         self.capacity = max(1, capacity)
@@ -56,6 +61,7 @@ public final class StreamedBody: @unchecked Sendable {
         condition.lock()
         while chunks.isEmpty, ending == nil { condition.wait() }
         if case .failed(let error) = ending {
+            threwTransferFailure = true
             condition.unlock()
             throw error
         }
@@ -178,7 +184,16 @@ public final class StreamedBody: @unchecked Sendable {
         condition.lock()
         while ending == nil { condition.wait() }
         let ending = self.ending
+        if case .failed = ending { threwTransferFailure = true }
         condition.unlock()
         if case .failed(let error) = ending { throw error }
+    }
+
+    /// Whether the reader was stopped by the transfer's failure (handed to
+    /// it by ``next()`` or ``awaitEnd()``) rather than by its own.
+    var failedWithTheTransfer: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return threwTransferFailure
     }
 }

@@ -12,8 +12,13 @@ import GRDB
 /// arrived and the response is accepted, with the pending mutations
 /// re-applied and the ledger entry (validators, tags), as a buffered
 /// ``CachingOperation`` does. If the transfer fails halfway (truncated, timed
-/// out, lost, cancelled), or `write` throws, everything rolls back, the
-/// failure goes to the ledger, and a retry starts a fresh transaction.
+/// out, lost, cancelled), or `write` throws, everything rolls back and a retry
+/// starts a fresh transaction. As with a buffered body, what `write` threw
+/// goes to the ledger, and the transfer's failure does not (a ``SyncStatus``
+/// records the sync's final outcome).
+///
+/// Don't implement ``process(_:streamedTo:context:)`` yourself: the default
+/// commits the transaction.
 ///
 /// A 304, any other status and a direct call of `process` go through
 /// ``CachingOperation/write(_:to:)`` as before.
@@ -78,13 +83,19 @@ extension StreamingCachingOperation {
                     }
                 }
             } catch {
-                // Rolled back; the failure is recorded in a transaction of its own.
+                // Rolled back. A failure of the write (or of a transaction that
+                // never began) is recorded in a transaction of its own, as
+                // `process` records a buffered one. The transfer's own failure
+                // is not: as for a buffered body, the controller retries it or
+                // reports it, and a retry that succeeds shows no error between.
                 var failure = DepotError.wrap(error, operation: name, fallback: .processing)
                 if failure.status == nil { failure.status = response.status }
                 // A transaction that never began (the store closed or busy) never read:
                 // the transfer, waiting for room, must hear it and stop.
                 body.finishReading(error: failure)
-                if failure.code != .cancelled { await store.ledger.recordFailure(failure, for: record.key) }
+                if failure.code != .cancelled, !body.failedWithTheTransfer {
+                    await store.ledger.recordFailure(failure, for: record.key)
+                }
                 throw failure
             }
         }

@@ -10,8 +10,9 @@ import GRDB
 /// Unchanged feeds cost a 304: the ledger's `ETag` and `Last-Modified` go out as
 /// a conditional request. The feed is parsed as its bytes arrive and merged
 /// batch by batch in the operation's one transaction (a
-/// ``DepotStore/StreamingCachingOperation``), so a feed of a million items syncs
-/// in the memory of a few chunks and batches; the body is never held whole. A
+/// ``DepotStore/StreamingCachingOperation``), so over `AsyncHTTPClientTransport`
+/// a feed of a million items syncs in the memory of a few chunks and batches;
+/// the body is never held whole. A
 /// feed that cannot be parsed fails with `.decoding`, and a body cut short with
 /// the transfer's error: the transaction rolls back, and the cache stays
 /// exactly as it was.

@@ -22,9 +22,17 @@ import Foundation
 /// - the body is complete and accepted: `validate` and the interceptors saw
 ///   the response (its ``NetworkResponse/body`` is empty), and
 ///   ``process(_:streamedTo:context:)`` turns the sink into the output;
+/// - the sink's `receive` threw: nothing more is read, and
+///   `process(_:streamedTo:context:)` follows with the part it took (its
+///   error is the operation's);
 /// - anything else (a transfer failure, a timeout, cancellation, `validate`
 ///   throwing, an interceptor asking for a retry): ``ResponseBodySink/fail(_:)``.
 ///   A retried attempt gets a fresh sink.
+///
+/// Memory: the controller reads the next chunk only once the sink took the
+/// last one. Whether the network then waits too is the transport's:
+/// `AsyncHTTPClientTransport` stops reading from the socket, while
+/// ``URLSessionTransport`` keeps in memory what arrives ahead of the sink.
 ///
 /// For example, counting a body's bytes without keeping them:
 ///
@@ -77,10 +85,10 @@ public protocol StreamingNetworkOperation: NetworkOperation {
 
 /// Takes a response's body as it arrives; see ``StreamingNetworkOperation``.
 ///
-/// The controller awaits `receive` before it reads the next chunk from the
-/// network, so a sink that holds a few chunks bounds the memory of the
-/// transfer (the time a sink takes does not count against the idle timeout;
-/// it does against the total one).
+/// The controller awaits `receive` before it reads the next chunk, so over a
+/// transport that stops reading meanwhile (`AsyncHTTPClientTransport`) a sink
+/// that holds a few chunks bounds the memory of the transfer. The time a sink
+/// takes does not count against the idle timeout; it does against the total one.
 public protocol ResponseBodySink: Sendable {
     /// Takes the next chunk of the body. Throw to stop the transfer early:
     /// nothing more is read, and ``StreamingNetworkOperation/process(_:streamedTo:context:)``
