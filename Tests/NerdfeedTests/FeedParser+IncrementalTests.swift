@@ -98,14 +98,7 @@ import Testing
 
     @Test func entityExpansionFailsFastInChunks() {
         // Billion laughs, and a quadratic blowup whose references come long before the end
-        var laughs = #"<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY lol "lol">"#
-        laughs += #"<!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">"#
-        for level in 2...9 { laughs += "<!ENTITY lol\(level) \"\(String(repeating: "&lol\(level - 1);", count: 10))\">" }
-        laughs += "]><rss version=\"2.0\"><channel><title>&lol9;</title><item><title>&lol9;</title><link>/a</link></item></channel></rss>"
-        let big = String(repeating: "y", count: 50_000)
-        let quadratic = #"<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY big ""# + big + #"">]><rss version="2.0"><channel><item><link>/b</link><title>"#
-            + String(repeating: "&big;", count: 20_000) + "</title></item></channel></rss>"
-        for document in [laughs, quadratic] {
+        for document in [HostileFeeds.billionLaughs, HostileFeeds.quadraticBlowup] {
             var fedAll = true
             let outcome = pushed(Data(document.utf8), size: 512, fedAll: &fedAll)
             guard case .failure(let code, let detail) = outcome else {

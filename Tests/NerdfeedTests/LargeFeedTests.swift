@@ -62,16 +62,7 @@ import Testing
     }
 
     @Test func entityExpansionStaysBounded() throws {
-        // Billion laughs: 10⁹ "lol"s from a 1 KB document.
-        var laughs = #"<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY lol "lol">"#
-        laughs += #"<!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">"#
-        for level in 2...9 { laughs += "<!ENTITY lol\(level) \"\(String(repeating: "&lol\(level - 1);", count: 10))\">" }
-        laughs += "]><rss version=\"2.0\"><channel><title>&lol9;</title><item><title>&lol9;</title><link>/a</link></item></channel></rss>"
-        // Quadratic blowup: one 50 KB entity referenced 20,000 times (1 GB expanded).
-        let big = String(repeating: "y", count: 50_000)
-        let quadratic = #"<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY big ""# + big + #"">]><rss version="2.0"><channel><item><link>/b</link><title>"#
-            + String(repeating: "&big;", count: 20_000) + "</title></item></channel></rss>"
-        for document in [laughs, quadratic] {
+        for document in [HostileFeeds.billionLaughs, HostileFeeds.quadraticBlowup] {
             // Entities a feed declares are never expanded: a reference to one is undeclared.
             let error = #expect(throws: DepotError.self) { try FeedParser.parse(Data(document.utf8), baseURL: forumFeedURL) }
             #expect(error?.code == .decoding)

@@ -20,19 +20,9 @@ struct ServerTests {
     ) async throws {
         try await DemoServer.withRunning(configuration) { server in
             try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator, currentDate: date.provider) { store in
-                let transport = AsyncHTTPClientTransport()
-                var controllerConfiguration = NetworkController.Configuration(baseURL: server.baseURL, transport: transport)
-                controllerConfiguration.store = store
-                let controller = NetworkController(configuration: controllerConfiguration)
-                do {
+                try await withController(server: server, store: store) { controller in
                     try await body(server, store, controller)
-                } catch {
-                    _ = await controller.shutdown(grace: .zero)
-                    await transport.shutdown()
-                    throw error
                 }
-                _ = await controller.shutdown(grace: .zero)
-                await transport.shutdown()
             }
         }
     }

@@ -23,21 +23,13 @@ struct StreamingSyncTests {
     ) async throws {
         try await DemoServer.withRunning(.init(seed: 7, initialPosts: 0)) { server in
             try await withStore(configuration: storeConfiguration) { store in
-                let transport = AsyncHTTPClientTransport()
-                var configuration = NetworkController.Configuration(baseURL: server.baseURL, transport: transport, notificationCenter: nil)
-                configuration.store = store
-                configuration.retryPolicy = retryPolicy
-                configuration.maximumBodySize = maximumBodySize
-                let controller = NetworkController(configuration: configuration)
-                do {
+                try await withController(server: server, store: store, configure: { configuration in
+                    configuration.notificationCenter = nil
+                    configuration.retryPolicy = retryPolicy
+                    configuration.maximumBodySize = maximumBodySize
+                }) { controller in
                     try await body(server, store, controller)
-                } catch {
-                    _ = await controller.shutdown(grace: .zero)
-                    await transport.shutdown()
-                    throw error
                 }
-                _ = await controller.shutdown(grace: .zero)
-                await transport.shutdown()
             }
         }
     }

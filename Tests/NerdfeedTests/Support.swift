@@ -1,4 +1,6 @@
+import DemoServer
 import Depot
+import DepotAsyncHTTPClient
 import DepotStore
 import Foundation
 import GRDB
@@ -67,4 +69,50 @@ func rss(_ items: String, namespaces: String = "") -> String {
 /// An Atom 1.0 document of one feed holding `entries` (the entries' XML).
 func atom(_ entries: String, feedLevel: String = "") -> String {
     #"<feed xmlns="http://www.w3.org/2005/Atom"><title>t</title>"# + feedLevel + entries + "</feed>"
+}
+
+/// Runs `body` with a controller over AsyncHTTPClient for `server` and
+/// `store` (`configure` adjusts its configuration), and shuts both down
+/// whatever `body` does.
+func withController(
+    server: DemoServer,
+    store: Store,
+    isolation: isolated (any Actor)? = #isolation,
+    configure: (inout NetworkController.Configuration) -> Void = { _ in },
+    _ body: (NetworkController) async throws -> Void
+) async throws {
+    let transport = AsyncHTTPClientTransport()
+    var configuration = NetworkController.Configuration(baseURL: server.baseURL, transport: transport)
+    configuration.store = store
+    configure(&configuration)
+    let controller = NetworkController(configuration: configuration)
+    do {
+        try await body(controller)
+    } catch {
+        _ = await controller.shutdown(grace: .zero)
+        await transport.shutdown()
+        throw error
+    }
+    _ = await controller.shutdown(grace: .zero)
+    await transport.shutdown()
+}
+
+/// Feeds that ask an XML parser to expand entities without bound.
+enum HostileFeeds {
+    /// Billion laughs: 10⁹ "lol"s from a 1 KB document.
+    static let billionLaughs: String = {
+        var laughs = #"<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY lol "lol">"#
+        laughs += #"<!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">"#
+        for level in 2...9 { laughs += "<!ENTITY lol\(level) \"\(String(repeating: "&lol\(level - 1);", count: 10))\">" }
+        laughs += "]><rss version=\"2.0\"><channel><title>&lol9;</title><item><title>&lol9;</title><link>/a</link></item></channel></rss>"
+        return laughs
+    }()
+
+    /// Quadratic blowup: one 50 KB entity referenced 20,000 times (1 GB
+    /// expanded), the references long before the end.
+    static let quadraticBlowup: String = {
+        let big = String(repeating: "y", count: 50_000)
+        return #"<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY big ""# + big + #"">]><rss version="2.0"><channel><item><link>/b</link><title>"#
+            + String(repeating: "&big;", count: 20_000) + "</title></item></channel></rss>"
+    }()
 }
