@@ -122,6 +122,30 @@ struct StreamingNetworkOperationTests {
         }
     }
 
+    /// A streaming operation whose sink cannot be made.
+    struct NoSink: StreamingNetworkOperation {
+        struct Refused: Error {}
+        var request: NetworkRequest { .get(DemoServer.Fault.bytes(300_000).path) }
+        func makeBodySink(for response: NetworkResponse, context: OperationContext) async throws -> RecordingSink? {
+            throw Refused()
+        }
+        func process(_ response: NetworkResponse, streamedTo sink: RecordingSink, context: OperationContext) async throws -> Int { 0 }
+        func process(_ response: NetworkResponse, context: OperationContext) async throws -> Int { response.body.count }
+    }
+
+    @Test func aSinkThatCannotBeMadeFailsTheOperationWithoutARetry() async throws {
+        try await withStreaming({ $0.retryPolicy = RetryPolicy(maximumAttempts: 3, baseDelay: .zero) }) { server, controller in
+            // When a streaming operation's sink cannot be made, under a policy that retries transfers
+            let error = await DepotError.from { _ = try await controller.perform(NoSink()) }
+
+            // Then it fails as the operation's own failure, with the status, after one request
+            #expect(error?.code == .processing)
+            #expect(error?.status == 200)
+            #expect(error?.underlying is NoSink.Refused)
+            #expect(server.requestCount(for: .bytes(300_000)) == 1)
+        }
+    }
+
     /// Asks for one retry of the first accepted attempt.
     struct RetryFirstAttempt: ResponseInterceptor {
         func intercept(_ attempt: InterceptedAttempt, context: InterceptorContext) async -> InterceptorDecision {

@@ -9,7 +9,17 @@ extension NetworkController {
     func bodySinkChooser<Operation: NetworkOperation>(for operation: Operation, context: @autoclosure () -> OperationContext) -> TransferPipeline.SinkChooser? {
         guard let streaming = operation as? any StreamingNetworkOperation else { return nil }
         let context = context()
-        return { response in try await Self.makeSink(streaming, for: response, context: context) }
+        return { response in
+            do {
+                return try await Self.makeSink(streaming, for: response, context: context)
+            } catch {
+                // A sink that cannot be made is the operation's failure, not the
+                // network's: it is not retried as a transfer failure would be.
+                var failure = DepotError.wrap(error, operation: nil, fallback: .processing)
+                if failure.status == nil { failure.status = response.status }
+                throw failure
+            }
+        }
     }
 
     private static func makeSink<Streaming: StreamingNetworkOperation>(

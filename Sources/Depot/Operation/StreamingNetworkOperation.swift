@@ -70,7 +70,9 @@ public protocol StreamingNetworkOperation: NetworkOperation {
     ///   - response: The status, headers and URL; its body is empty.
     ///   - context: This attempt's context; its `requestURL` is the URL the
     ///     request went to, before redirects.
-    /// - Throws: Fails the attempt as a transfer failure would.
+    /// - Throws: Fails the operation: a `DepotError` as it is, anything else
+    ///   as ``DepotError/Code/processing`` with the response's status (not
+    ///   retried as a transfer failure would be).
     func makeBodySink(for response: NetworkResponse, context: OperationContext) async throws -> BodySink?
 
     /// Turns a body that went to `sink`, complete and accepted, into the
