@@ -382,16 +382,50 @@ struct ResultsControllerTests {
         #expect(store.fanout.count == 3)
     }
 
-    /// Holds a fetch on a reader thread once armed, until opened (or 10 s).
+    /// Holds the next fetch on a reader thread once armed, until opened (or 10 s).
     final class ReadGate: Sendable {
         private let armed = Mutex(false)
+        private let waitedInVain = Mutex(false)
         private let semaphore = DispatchSemaphore(value: 0)
         func arm() { armed.withLock { $0 = true } }
         func open() { semaphore.signal() }
         func pass() {
-            guard armed.withLock({ $0 }) else { return }
-            _ = semaphore.wait(timeout: .now() + 10)
+            guard armed.withLock({ armed in defer { armed = false }; return armed }) else { return }
+            let opened = semaphore.wait(timeout: .now() + 10) == .success
+            if !opened { waitedInVain.withLock { $0 = true } }
         }
+        /// Whether a held fetch gave up waiting: nothing opened the gate for 10 s.
+        var timedOut: Bool { waitedInVain.withLock { $0 } }
+    }
+
+    /// A big list starts in the heavy lane, by the rows its own first fetch
+    /// read: its first round does not hold up the others either (it ran in
+    /// the light lane, and a small list's change waited for it).
+    @Test func aBigListsFirstRoundDoesNotHoldUpTheOthers() async throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try Store(path: folder.appending(path: "cache.sqlite").path, migrator: Item.migrator)
+        try await store.write { db in for item in makeItems(CommitFanout.heavyRows + 1) { try item.insert(db) } }
+        let small = try ResultsController(store: store, request: Item.filter(key: 0))
+        await store.fanout.settled()
+
+        // The big list's own fetch passes; its first round's fetch (the second) is held
+        let gate = ReadGate()
+        let fetches = Counter()
+        let request = Item.order(Column("id"))
+        let big = try ResultsController(store: store, query: ResultsQuery<Item>(fetch: { db in
+            fetches.increment()
+            if fetches.value == 2 { gate.arm() }
+            gate.pass()
+            return try request.fetchAll(db)
+        }, region: { db in try request.databaseRegion(db) }), refresh: ResultsDiff.refresh(sectionKey: nil), held: false)
+
+        try await store.write { db in try db.execute(sql: "UPDATE item SET title = 'changed' WHERE id = 0") }
+        for await update in small.updates() where update.snapshot.fetchedObjects.first?.title == "changed" { break }
+        #expect(!gate.timedOut, "the small list's change waited for the big list's first round")
+        gate.open()
+        for await update in big.updates() where update.snapshot.fetchedObjects.first?.title == "changed" { break }
+        await store.fanout.settled()
     }
 
     /// A list of a big table refreshes in a lane of its own: after a commit

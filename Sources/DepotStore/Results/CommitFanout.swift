@@ -168,9 +168,16 @@ final class CommitFanout: TransactionObserver, Sendable {
     /// may have written before the client was there to be marked, and its
     /// commit comes after the first round's read. (Without one open, that
     /// mark costs one refetch with nothing to deliver, at the next commit.)
-    func watch(_ id: UInt64, _ client: Client) {
+    ///
+    /// - Parameter rows: How many rows the client's own fetch just read, if
+    ///   it did: a client over ``heavyRows`` starts in the heavy lane, so that
+    ///   its first round does not hold up the others either.
+    func watch(_ id: UInt64, _ client: Client, rows: Int? = nil) {
         schedule(state.withLock { state in
             state.clients[id] = client
+            if let rows {
+                if rows > Self.heavyRows { state.heavy.insert(id) } else { state.heavy.remove(id) }
+            }
             state.updateReaders(of: id)
             state.changed.insert(id)
             state.markDirty(CollectionOfOne(id))

@@ -165,7 +165,7 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
             }, count)
         } fail: { [weak self] error in
             { self?.fail(error, from: generation) }
-        })
+        }, rows: base.fetchedObjects.count)
     }
 
     /// Delivers a change computed by observation `generation`, unless a newer
