@@ -57,6 +57,20 @@ public final class Store: Sendable {
     /// Refreshes the live results after each commit.
     let fanout: CommitFanout
 
+    /// Set when ``close()`` begins: what fails from then on failed because of it.
+    private let closeBegan = Atomic<Bool>(false)
+
+    /// Whether ``close()`` was called: reads and writes fail from now on.
+    var isClosing: Bool { closeBegan.load(ordering: .acquiring) }
+
+    /// Run once ``close()`` has closed the database.
+    private let closeHandlers = Mutex<[@Sendable () -> Void]>([])
+
+    /// Runs `handler` once the database is closed (an outbox tells its waiters).
+    func whenClosed(_ handler: @escaping @Sendable () -> Void) {
+        closeHandlers.withLock { $0.append(handler) }
+    }
+
     /// How long a connection waits for another process's lock (an app and
     /// its extension, two command-line runs) before it reports "database is
     /// locked", when the configuration does not say.
@@ -257,17 +271,39 @@ public final class Store: Sendable {
         }
     }
 
-    /// Closes the database. Further use fails. Pools close when released, so
-    /// call this only where the file must be released at a known point (tests
-    /// that delete it, for example).
-    public func close() throws(DepotError) {
-        do {
-            if let pool = writer as? DatabasePool { try pool.close() }
-            if let queue = writer as? DatabaseQueue { try queue.close() }
-        } catch {
-            throw DepotError.storage(error, detail: "close failed")
+    /// Closes the database once the reads and writes under way have ended;
+    /// later ones fail with `.storage`. Pools close when released, so call
+    /// this only where the file must be released at a known point (tests that
+    /// delete it, for example). Closing again does nothing.
+    ///
+    /// Nothing queued is lost: an ``Outbox`` lane whose next read or write
+    /// meets the closed store stops, and what it had not settled stays in the
+    /// file for the next launch.
+    ///
+    /// The wait happens on a thread of its own. GRDB's `close()` blocks its
+    /// caller until every reader is back, and an async read gives its reader
+    /// back on Swift's cooperative pool: blocking those threads instead would
+    /// deadlock once closes occupy them all (two, on a two-core machine).
+    public func close() async throws(DepotError) {
+        closeBegan.store(true, ordering: .releasing)
+        let writer = self.writer
+        let closed: Result<Void, DepotError> = await withCheckedContinuation { continuation in
+            Self.closing.async {
+                do {
+                    if let pool = writer as? DatabasePool { try pool.close() }
+                    if let queue = writer as? DatabaseQueue { try queue.close() }
+                    continuation.resume(returning: .success(()))
+                } catch {
+                    continuation.resume(returning: .failure(DepotError.storage(error, detail: "close failed")))
+                }
+            }
         }
+        try closed.get()
+        for handler in closeHandlers.withLock({ $0 }) { handler() }
     }
+
+    /// Where closes wait: off the cooperative pool, each on a thread of its own.
+    private static let closing = DispatchQueue(label: "Depot.Store.close", attributes: .concurrent)
 }
 
 extension DepotError {

@@ -34,8 +34,14 @@ public enum StoreFixtures {
         let folder = try temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let store = try open(in: folder, copying: seed, migrator: migrator, currentDate: currentDate)
-        defer { try? store.close() }
-        return try await body(store)
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body(store))
+        } catch {
+            result = .failure(error)
+        }
+        try? await store.close()
+        return try result.get()
     }
 
     /// Opens a store in a new temporary folder, copying `seed` first if given.

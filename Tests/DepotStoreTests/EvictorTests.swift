@@ -197,7 +197,7 @@ import Testing
             let store = try Store(path: path, migrator: Note.migrator)
             try await store.insert(Note.make(10, now: Date()))
             #expect(try await store.read { db in try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") } == 0)
-            try store.close()
+            try await store.close()
         }
         let policy = RetentionPolicy(table: "note", keeping: [.maxCount(100, newestBy: "rank")])
         let store = try Store(path: path, migrator: Note.migrator, retention: Retention(policies: [policy], sizeBudget: 1_000_000))

@@ -313,6 +313,6 @@ struct ValidatorsPerURLTests {
         #expect(entry.isStale == false)
         #expect(try await store.ledger.invalidate(.key("numbers")) == 1)
         #expect(try await store.ledger.entry(for: "numbers")?.isStale == true)
-        try store.close()
+        try await store.close()
     }
 }

@@ -126,7 +126,7 @@ struct OutboxModelTests {
         func end() async throws {
             _ = await controller.shutdown(grace: .zero)
             await outbox.waitUntilIdle()
-            try store.close()
+            try await store.close()
         }
     }
 
@@ -255,7 +255,7 @@ struct OutboxModelTests {
             #expect(shown.sorted() == accepted.sorted(), "seed \(seed)")
             _ = await session.controller.shutdown(grace: .zero)
             await session.outbox.waitUntilIdle()
-            try session.store.close()
+            try await session.store.close()
             #expect(crashes > 0 && refreshedWhilePending > 0, "seed \(seed): \(crashes) crashes, \(refreshedWhilePending) refreshes while mutations waited")
             print("outbox model, seed \(seed): \(sent.count) sent, \(refused.count) refused, \(refreshes) refreshes (\(refreshedWhilePending) while mutations waited), \(crashes) crashes")
         }

@@ -35,7 +35,7 @@ import Testing
         do {
             let store = try Store(path: path, migrator: Item.migrator)
             try await store.write { db in try Item(id: 1, section: "a", rank: 1, title: "kept").insert(db) }
-            try store.close()
+            try await store.close()
         }
         var migrator = Item.migrator
         migrator.registerMigration("notes") { db in
@@ -109,26 +109,74 @@ import Testing
         #expect(try await store.ledger.entry(for: "k") == nil)
     }
 
+    /// Closes wait for the reads under way off Swift's cooperative pool: as
+    /// many closes as the pool has threads, beside a read that is not done,
+    /// all return. (GRDB's close blocks its caller until every reader is
+    /// back, and an async read gives its reader back on that pool: closes
+    /// that blocked its threads waited for a read that waited for them.)
+    @Test(.timeLimit(.minutes(1))) func closesBesideAReadUnderWayDoNotDeadlock() async throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try Store(path: folder.appending(path: "cache.sqlite").path, migrator: Item.migrator)
+        try await store.write { db in try Item(id: 1, section: "a", rank: 1, title: "one").insert(db) }
+        let readStarted = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let read = Task {
+            try await store.read { db in
+                readStarted.signal()
+                release.wait()
+                return try Item.fetchCount(db)
+            }
+        }
+        // Waited for on a thread outside the pool, as everything here that blocks.
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                readStarted.wait()
+                continuation.resume()
+            }
+        }
+        let closers = max(2, ProcessInfo.processInfo.activeProcessorCount)
+        let entered = DispatchGroup()
+        for _ in 0..<closers { entered.enter() }
+        // Once every close has begun, the read may finish.
+        DispatchQueue.global().async {
+            entered.wait()
+            release.signal()
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<closers {
+                group.addTask {
+                    entered.leave()
+                    try await store.close()
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await read.value == 1)
+        let afterClose = await #expect(throws: DepotError.self) { try await store.read { db in try Item.fetchCount(db) } }
+        #expect(afterClose?.code == .storage)
+    }
+
     /// A cache file that another tool left readable by others is tightened
     /// to 0600 on open, with its `-wal` and `-shm` files.
-    @Test func anExistingFileWithLooserPermissionsIsTightened() throws {
+    @Test func anExistingFileWithLooserPermissionsIsTightened() async throws {
         let folder = FileManager.default.temporaryDirectory.appending(path: "store-permissions-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appending(path: "cache.sqlite").path
         do {
             let store = try Store(path: path)
-            try store.close()
+            try await store.close()
         }
         for file in [path, path + "-wal", path + "-shm"] {
             if !FileManager.default.fileExists(atPath: file) { _ = FileManager.default.createFile(atPath: file, contents: nil) }
             try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file)
         }
         let store = try Store(path: path)
-        defer { try? store.close() }
         for file in [path, path + "-wal", path + "-shm"] {
             let permissions = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? NSNumber
             #expect(permissions?.intValue == 0o600, "\(file)")
         }
+        try await store.close()
     }
 }

@@ -33,7 +33,7 @@ struct SyncStatusTests {
         do {
             let store = try Store(path: path, migrator: Item.migrator, currentDate: date.provider)
             try await seed(store, items: 3, syncedAt: date.now)
-            try store.close()
+            try await store.close()
         }
         date.advance(by: 3600)
 

@@ -29,6 +29,6 @@ struct SharedCacheTests {
         #expect(failures.isEmpty, "\(failures.count) of 40 runs failed: \(failures.prefix(3))")
         let store = try Store(path: cache)
         #expect(try await store.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") } == ["ok"])
-        try store.close()
+        try await store.close()
     }
 }

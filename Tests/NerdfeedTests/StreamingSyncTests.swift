@@ -43,8 +43,13 @@ struct StreamingSyncTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let store = try Store(path: folder.appendingPathComponent("cache.sqlite").path, migrator: NerdfeedSchema.migrator, configuration: configuration)
-        defer { try? store.close() }
-        try await body(store)
+        do {
+            try await body(store)
+        } catch {
+            try? await store.close()
+            throw error
+        }
+        try await store.close()
     }
 
     /// What `body` threw, as a DepotError (`nil` if it did not throw).

@@ -137,7 +137,7 @@ struct OutboxCommandTests {
         try await outbox.send(mutation)
         _ = await controller.shutdown(grace: .zero)
         await outbox.waitUntilIdle()
-        try store.close()
+        try await store.close()
     }
 
     @Test func outboxRetriesAndDiscardsOneEntry() async throws {

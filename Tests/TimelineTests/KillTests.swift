@@ -33,7 +33,7 @@ struct KillTests {
         await outbox.waitUntilIdle()
         let integrity = try await store.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
         #expect(integrity == ["ok"])
-        try store.close()
+        try await store.close()
     }
 
     /// The server's posts by `killtest`, oldest first.
@@ -80,7 +80,7 @@ struct KillTests {
                 (try PendingPost.fetchCount(db), try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM depotOutbox") ?? -1, try String.fetchAll(db, sql: "PRAGMA integrity_check"))
             }
             #expect(pending == 0 && outbox == 0 && integrity == ["ok"])
-            try store.close()
+            try await store.close()
             #expect(killed > 0, "no run was killed (seed \(seed)): the delays are too long for this machine")
             print("kill test: \(killed) runs killed, \(ranToTheEnd) ran to the end, \(queued.count) posts, seed \(seed)")
         }

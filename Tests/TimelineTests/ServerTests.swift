@@ -116,7 +116,7 @@ struct ServerTests {
             #expect(await app.sendPending() == 2)
             _ = await app.shutdown(grace: .zero)
             #expect(app.sentPosts.allSatisfy { $0.isQueued })
-            try store.close()
+            try await store.close()
         }
         try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
             var configuration = NetworkController.Configuration(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil)

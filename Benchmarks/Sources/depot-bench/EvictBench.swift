@@ -104,7 +104,7 @@ enum EvictBench {
                     try statement.execute(arguments: [id, "feed\(id % 10)", date, "entry \(id) with a title of some length"])
                 }
             }
-            try store.close()
+            try await store.close()
         }
         let policy = RetentionPolicy(table: "entry", keeping: [.maxAge(.seconds(Int64(month)), by: "createdAt")])
         // A delay longer than the run: the launch run and the measured one only.
@@ -179,7 +179,7 @@ enum EvictBench {
         finished.store(true, ordering: .relaxed)
         let stall = await frames.value
         let (writeWait, writes) = await writer.value
-        try store.close()
+        try await store.close()
         return Measurement(
             seconds: seconds,
             longestStall: stall,

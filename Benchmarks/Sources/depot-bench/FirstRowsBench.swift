@@ -117,7 +117,7 @@ enum FirstRowsBench {
             try db.execute(sql: "INSERT INTO depot_sync_ledger (key, last_synced) VALUES (?, ?)", arguments: [feed, Date().timeIntervalSinceReferenceDate])
         }
         try store.writer.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
-        try store.close()
+        try await store.close()
     }
 
     /// Opens the store and makes the results controller; returns the two
@@ -209,7 +209,7 @@ enum FirstRowsBench {
             try await settle(measured.2, measured.3)
             (open, results, store) = (measured.0, measured.1, measured.3)
         }
-        try closeWhenFree(store)
+        try await closeWhenFree(store)
         return (open, results, cpuSeconds() - cpuBefore)
     }
 
@@ -221,11 +221,11 @@ enum FirstRowsBench {
     }
 
     /// Closes `store` once the observation that was released has let go of it.
-    static func closeWhenFree(_ store: Store) throws {
+    static func closeWhenFree(_ store: Store) async throws {
         for _ in 0..<1000 {
-            do { return try store.close() } catch { Thread.sleep(forTimeInterval: 0.001) }
+            do { return try await store.close() } catch { try await Task.sleep(for: .milliseconds(1)) }
         }
-        try store.close()
+        try await store.close()
     }
 
     @MainActor

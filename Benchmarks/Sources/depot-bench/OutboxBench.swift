@@ -107,7 +107,7 @@ enum OutboxBench {
         let (journal, synchronous, version) = try await settings.read { db in
             (try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "?", try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1, try String.fetchOne(db, sql: "SELECT sqlite_version()") ?? "?")
         }
-        try settings.close()
+        try await settings.close()
         print("outbox: \(count) mutations per run, median of \(rounds) rounds, release build")
         print("store: file in \(folder.path), journal_mode=\(journal), synchronous=\(synchronous) (2 = FULL), SQLite \(version), GRDB.Configuration() as Store uses it\n")
 
@@ -234,7 +234,7 @@ enum OutboxBench {
             _ = await controller.shutdown(grace: .zero)
             await outbox?.waitUntilIdle()
         }
-        try store.close()
+        try await store.close()
         return run
     }
 
@@ -253,7 +253,7 @@ enum OutboxBench {
         let wall = (ContinuousClock.now - start).seconds
         let run = EnqueueRun(wall: wall, cpu: TransportBench.cpuSeconds(children: false) - cpu, latencies: Array(repeating: wall / Double(count), count: count))
         try await check(store, pending: count)
-        try store.close()
+        try await store.close()
         return run
     }
 
@@ -266,7 +266,7 @@ enum OutboxBench {
         try await check(store, pending: count)
         _ = await controller.shutdown(grace: .zero)
         await outbox.waitUntilIdle()
-        try store.close()
+        try await store.close()
         return run
     }
 
@@ -378,7 +378,7 @@ enum OutboxBench {
         for index in 0..<count { try await outbox.send(makeMutation(index, round: round, lanes: lanes)) }
         _ = await controller.shutdown(grace: .zero)
         await outbox.waitUntilIdle()
-        try store.close()
+        try await store.close()
         return path
     }
 
@@ -413,7 +413,7 @@ enum OutboxBench {
         precondition(after.keys - before.keys == count, "the server saw \(after.keys - before.keys) keys for \(count) mutations")
         _ = await controller.shutdown(grace: .zero)
         await outbox.waitUntilIdle()
-        try store.close()
+        try await store.close()
         try? FileManager.default.removeItem(atPath: path)
         return ReplayRun(wall: run.wall, clientCPU: run.clientCPU, serverCPU: run.serverCPU, extraPosts: (after.posts - before.posts) - count)
     }
@@ -485,7 +485,7 @@ enum OutboxBench {
             _ = await idle.shutdown(grace: .zero)
             await outbox?.waitUntilIdle()
         }
-        try store.close()
+        try await store.close()
         try? FileManager.default.removeItem(atPath: path)
         return ReplayRun(wall: run.wall, clientCPU: run.clientCPU, serverCPU: run.serverCPU, extraPosts: (after.posts - before.posts) - count)
     }
@@ -596,7 +596,7 @@ enum OutboxBench {
 
         _ = await controller.shutdown(grace: .zero)
         await outbox.waitUntilIdle()
-        try store.close()
+        try await store.close()
 
         try await timeParts(folder: folder, count: count)
 
@@ -612,7 +612,7 @@ enum OutboxBench {
             for index in 0..<count { try await outbox.send(makeMutation(index, round: 98, lanes: 8)) }
             _ = await controller.shutdown(grace: .zero)
             await outbox.waitUntilIdle()
-            try store.close()
+            try await store.close()
         }
         let online = try Store(path: replayPath, migrator: migrator, configuration: configuration)
         var onlineConfiguration = NetworkController.Configuration(baseURL: base, transport: AsyncHTTPClientTransport(), concurrencyPolicy: .fixed(8))
@@ -625,7 +625,7 @@ enum OutboxBench {
         counter.report("delivery (start() to idle, 8 lanes)", per: count)
         _ = await onlineController.shutdown(grace: .zero)
         await onlineOutbox.waitUntilIdle()
-        try online.close()
+        try await online.close()
     }
 
     /// The raw path's transaction, for the statement count.
@@ -668,7 +668,7 @@ enum OutboxBench {
             read * 1e6, write * 1e6, empty * 1e6, full * 1e6, count, countOnly * 1e6))
         _ = await controller.shutdown(grace: .zero)
         await outbox.waitUntilIdle()
-        try store.close()
+        try await store.close()
     }
 
     final class StatementCounter: Sendable {

@@ -99,7 +99,7 @@ extension Outbox {
                 // Shutting down: it stays queued for the next launch rather
                 // than hold the grace through a backoff. A one-shot tool
                 // stops here too, and says "queued".
-                if controller.isShutDown || !waitsForNetwork {
+                if controller.isShutDown || !waitsForNetwork || store.isClosing {
                     state.withLock { $0.running[lane] = nil }
                     return
                 }
@@ -137,6 +137,8 @@ extension Outbox {
                     state.inFlight.remove(key)
                     state.running[lane] = nil
                 }
+                // Nothing in this process will decide it now.
+                if store.isClosing { resolve(key, .failure(Self.storeClosed), step: nil) }
                 await changed()
                 return
             }
@@ -171,6 +173,10 @@ extension Outbox {
                     try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
                 }
             } catch {
+                // The store is closing: the entry stays queued, and the next
+                // launch sends it again with its key (the server answers as
+                // it did the first time).
+                if store.isClosing { return .stop }
                 // The server has it, but the local rows could not take the
                 // answer: stop here rather than send it again and again.
                 let failure = DepotError(.processing, operation: M.typeName, status: status, detail: "commit failed", underlying: error)
@@ -195,6 +201,7 @@ extension Outbox {
                 try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
             }
         } catch {
+            if store.isClosing { return .stop }
             return .again(DepotError.wrap(error, operation: M.typeName, fallback: .storage))
         }
         state.withLock { state in
@@ -213,6 +220,20 @@ extension Outbox {
         }
         resolve(key, .failure(error), step: .failed)
         return .decided(.failed)
+    }
+
+    /// What waiters of an entry hear when the store closes before it was decided.
+    static let storeClosed = DepotError(.storage, detail: "the store closed; the entry stays queued for the next launch")
+
+    /// The store closed: every waiter of an entry no lane is sending hears
+    /// so now (a lane that is sending one settles it itself).
+    func storeDidClose() {
+        let waiters = state.withLock { state in
+            state.storeClosed = true
+            let idle = state.waiters.keys.filter { !state.inFlight.contains($0) }
+            return idle.flatMap { state.waiters.removeValue(forKey: $0) ?? [] }
+        }
+        for waiter in waiters { waiter.resume(returning: .failure(Self.storeClosed)) }
     }
 
     /// Cancels the lanes pausing after a failure, so that they stop now

@@ -37,7 +37,8 @@ import Synchronization
 ///
 /// At ``NetworkController/shutdown(grace:)`` sends get the grace period (their
 /// exit policy is `.finish`); whatever is left stays in the store and goes
-/// out on the next launch. Close the store only after ``waitUntilIdle()``.
+/// out on the next launch. Closing the store stops the lanes; what they had
+/// not settled stays queued.
 public final class Outbox: Sendable {
     /// Where the mutations wait, and what their commits and rollbacks change.
     public let store: Store
@@ -68,6 +69,9 @@ public final class Outbox: Sendable {
         /// Writes of the queue under way: a count read while one is may or
         /// may not include it, so it is not kept.
         var countChanges = 0
+        /// Whether the store has closed: nothing in this process decides an
+        /// entry that is not being sent now.
+        var storeClosed = false
         /// Lanes in their backoff pause after a failure.
         var pausing: Set<String> = []
         /// Entries taken by a delivery loop and not yet decided.
@@ -118,6 +122,7 @@ public final class Outbox: Sendable {
             self?.wakeForShutdown()
             await self?.waitUntilIdle()
         }
+        store.whenClosed { [weak self] in self?.storeDidClose() }
     }
 
     // MARK: - Sending
@@ -169,8 +174,8 @@ public final class Outbox: Sendable {
     }
 
     /// Returns when no delivery loop runs: every lane is empty, held, or
-    /// stopped because the controller shut down. Call it after
-    /// ``NetworkController/shutdown(grace:)`` and before closing the store.
+    /// stopped because the controller shut down or the store closed. A
+    /// one-shot tool calls it to know that every lane has stopped.
     public func waitUntilIdle() async {
         while let loop = state.withLock({ $0.loops.values.first }) {
             await loop.value
@@ -209,6 +214,7 @@ public final class Outbox: Sendable {
         return await withCheckedContinuation { continuation in
             let known = state.withLock { state -> Result<NetworkResponse, DepotError>? in
                 if let outcome = state.outcomes[key] { return outcome.result }
+                if state.storeClosed, !state.inFlight.contains(key) { return .failure(Self.storeClosed) }
                 state.waiters[key, default: []].append(continuation)
                 return nil
             }

@@ -55,9 +55,8 @@ enum OfflineWritesExamples {
         return answer
     }
 
-    static func exit(outbox: Outbox, controller: NetworkController, store: Store) async throws {
+    static func exit(controller: NetworkController, store: Store) async throws {
         _ = await controller.shutdown(grace: .seconds(5))
-        await outbox.waitUntilIdle()
-        try store.close()
+        try await store.close()
     }
 }
