@@ -72,6 +72,34 @@ import Testing
         }
     }
 
+    /// Whole pages of new items on top of a page-numbered list between two
+    /// loads: the next pages answer only rows already shown, and loading
+    /// goes on to the first page with rows not shown yet, with no error.
+    /// (Page size 10; 1 page loaded and 10 new, or 3 loaded and 20 new.)
+    @Test(arguments: [(1, 10), (3, 20)])
+    func pagesShiftedWholeByNewItemsOnTopAreSteppedOver(loaded: Int, added: Int) async throws {
+        try await withPaging { server, _, _, controller in
+            // Given the first pages of a page-numbered list (45...)
+            let paged = try controller.pagedResults(for: PagedItem.newestFirst, pages: PagedItemsEndpoint(shape: .number, limit: 10))
+            await paged.waitForInitialLoad()
+            for _ in 1..<loaded { await paged.loadNextPage() }
+            let shownBefore = 10 * loaded
+            // When whole pages of items arrive on top, the next pages hold rows already shown
+            try await PagingSetup.addItems(added, with: controller)
+            let asked = PagingSetup.served(server)
+            await paged.loadNextPage()
+            // Then the one call loads on to the first page with rows not shown yet
+            let repeated = added / 10
+            #expect(paged.pageError == nil && paged.hasMore)
+            #expect(try shown(paged) == Array((45 - shownBefore - 9...45).reversed()))
+            #expect(paged.pageCount == loaded + repeated + 1)
+            #expect(PagingSetup.served(server) == asked + repeated + 1)
+            // And paging goes on from there
+            await paged.loadNextPage()
+            #expect(try shown(paged) == Array((max(1, 45 - shownBefore - 19)...45).reversed()))
+        }
+    }
+
     @Test func refreshKeepsTheRowsUntilTheFirstPageLandsThenShowsItAlone() async throws {
         try await withPaging { server, _, store, controller in
             // Given three pages on screen (45...16)
@@ -173,14 +201,16 @@ import Testing
     }
 
     @Test(arguments: [
-        (PagingShape.number, "repeat", "repeats rows earlier pages brought"),
+        (PagingShape.number, "repeat", "5 pages in a row repeat rows earlier pages brought"),
         (PagingShape.beforeID, "repeat", "is one already loaded"),
         (PagingShape.cursor, "empty", "empty but says there are more"),
         (PagingShape.cursor, "badcursor", "cursor is empty"),
     ])
     func aPageThatMakesNoProgressEndsPagingWithAnError(shape: PagingShape, fault: String, message: String) async throws {
         try await withPaging { server, _, _, controller in
-            let paged = try controller.pagedResults(for: PagedItem.newestFirst, pages: PagedItemsEndpoint(shape: shape, limit: 10, fault: fault))
+            // Pages of 5 for page numbers: the repeats stay short of the total's last page.
+            let limit = shape == .number ? 5 : 10
+            let paged = try controller.pagedResults(for: PagedItem.newestFirst, pages: PagedItemsEndpoint(shape: shape, limit: limit, fault: fault))
             await paged.waitForInitialLoad()
             if fault == "badcursor" {
                 // The first page itself names a malformed next page: it does not land.
@@ -193,11 +223,13 @@ import Testing
             // When the server answers the next page badly
             await paged.loadNextPage()
             // Then paging ends with a clear error, the bad page rolled back
+            // (a page that repeats earlier rows is taken for a shifted list
+            // a few times first)
             let error = try #require(paged.pageError)
             #expect(error.code == .invalidPage)
             #expect("\(error)".contains(message), "\(error)")
-            #expect(!paged.hasMore && paged.pageCount == 1)
-            #expect(try shown(paged) == Array((36...45).reversed()))
+            #expect(!paged.hasMore && paged.pageCount == (shape == .number ? 1 + PagingTable.repeatedPagesAllowed : 1))
+            #expect(try shown(paged) == Array((46 - limit...45).reversed()))
             // And asking again does not loop
             let asked = PagingSetup.served(server)
             await paged.loadNextPage()

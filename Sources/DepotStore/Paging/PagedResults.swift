@@ -127,7 +127,9 @@ public final class PagedResults<Record: FetchableRecord & Identifiable & Equatab
     }
 
     /// Loads the page after the last one loaded (the first page when there
-    /// is none) and returns when it landed or failed. A call while a page
+    /// is none) and returns when it landed or failed. A page that brings
+    /// only rows already listed (a page-numbered list that got a page of
+    /// new rows on top since the last load) is followed by the next one. A call while a page
     /// loads waits for that one; a call with no more pages returns at once.
     ///
     /// Failures are not thrown: they are in ``pageError``. Offline, the pages
@@ -136,10 +138,18 @@ public final class PagedResults<Record: FetchableRecord & Identifiable & Equatab
         if let nextPageTask { return await nextPageTask.value }
         guard hasMore, !ended else { return }
         let task = Task { @MainActor in
-            let state = self.readState()
-            let index = state?.pageCount ?? self.pageCount
-            let position = index == 0 ? self.firstPage : (state?.next ?? self.nextPage)
-            if let position { await self.run(index: index, position: position) }
+            var state = self.readState()
+            var index = state?.pageCount ?? self.pageCount
+            var position = index == 0 ? self.firstPage : (state?.next ?? self.nextPage)
+            while let next = position {
+                await self.run(index: index, position: next)
+                // A page that brought only rows already shown (new rows on top
+                // shifted a page-numbered list): the next one, at once.
+                state = self.readState()
+                guard let state, state.repeatedPages > 0, state.pageCount > index, !self.ended, self.pageError == nil else { break }
+                index = state.pageCount
+                position = state.next
+            }
             self.nextPageTask = nil
         }
         nextPageTask = task

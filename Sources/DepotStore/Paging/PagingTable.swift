@@ -33,6 +33,11 @@ enum PagingTable {
             """)
     }
 
+    /// How many pages in a row may bring only rows already listed before
+    /// paging ends with `.invalidPage`: as many pages of new rows may
+    /// arrive on top of a page-numbered list between two loads.
+    static let repeatedPagesAllowed = 4
+
     static func exists(_ db: Database) throws -> Bool {
         try db.tableExists(pages) && db.tableExists(items)
     }
@@ -45,6 +50,9 @@ enum PagingTable {
         var next: PagePosition?
         /// How many rows the pages brought.
         var itemCount = 0
+        /// How many of the last pages in a row brought no row that earlier
+        /// pages had not: a page-numbered list shifted by new rows on top.
+        var repeatedPages = 0
 
         var pageCount: Int { positions.count }
         /// Whether there is a page to load: the first one, or the next.
@@ -60,6 +68,11 @@ enum PagingTable {
             state.next = (row["next_position"] as String?).flatMap(PagePosition.init(stored:))
         }
         state.itemCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(items) WHERE paging_key = ?", arguments: [key]) ?? 0
+        if state.next != nil {
+            // A page's rows carry the first page that brought them: pages at the end without any brought nothing new.
+            let lastBringing = try Int.fetchOne(db, sql: "SELECT MAX(page_index) FROM \(items) WHERE paging_key = ?", arguments: [key]) ?? -1
+            state.repeatedPages = state.pageCount - 1 - lastBringing
+        }
         return state
     }
 
@@ -109,9 +122,15 @@ enum PagingTable {
             if let next = contents.next, next == position || state.positions.contains(next) {
                 throw invalid("the next page, \(next), is one already loaded")
             }
-            if contents.next != nil, !ids.isEmpty {
+            // A page-numbered list that got a page of new rows on top since
+            // the last load answers the next page with rows already shown:
+            // it is recorded and the next one loaded. Only a run of such
+            // pages says the server makes no progress.
+            if contents.next != nil, !ids.isEmpty, state.repeatedPages >= repeatedPagesAllowed {
                 let known = Set(try DatabaseValue.fetchAll(db, sql: "SELECT item_id FROM \(items) WHERE paging_key = ?", arguments: [key]))
-                if ids.allSatisfy(known.contains) { throw invalid("the page repeats rows earlier pages brought and nothing new") }
+                if ids.allSatisfy(known.contains) {
+                    throw invalid("\(repeatedPagesAllowed + 1) pages in a row repeat rows earlier pages brought and nothing new")
+                }
             }
         }
         try db.execute(
