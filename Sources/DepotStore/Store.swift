@@ -63,6 +63,10 @@ public final class Store: Sendable {
     /// Whether ``close()`` was called: reads and writes fail from now on.
     var isClosing: Bool { closeBegan.load(ordering: .acquiring) }
 
+    /// The writer connection's `PRAGMA data_version` when it last looked: it
+    /// changes when another connection (another process) commits.
+    private let seenDataVersion: Mutex<Int>
+
     /// Run once ``close()`` has closed the database.
     private let closeHandlers = Mutex<[@Sendable () -> Void]>([])
 
@@ -127,6 +131,7 @@ public final class Store: Sendable {
             }
             self.writer = pool
             self.openingLock = lock
+            self.seenDataVersion = Mutex(try pool.writeWithoutTransaction(Self.dataVersion))
             self.fanout = Self.startFanout(on: pool)
         } catch {
             throw DepotError.storage(error, detail: "cannot open the store at \(path)")
@@ -214,6 +219,7 @@ public final class Store: Sendable {
 
     private init(writer: any DatabaseWriter, evictor: Evictor?, currentDate: @escaping @Sendable () -> Date) {
         self.writer = writer
+        self.seenDataVersion = Mutex(0)
         self.fanout = Self.startFanout(on: writer)
         self.openingLock = nil
         self.evictor = evictor
@@ -270,6 +276,69 @@ public final class Store: Sendable {
             throw DepotError.storage(error, detail: "write failed")
         }
     }
+
+    // MARK: - Other processes
+
+    /// Looks for commits that other processes (an app extension, another
+    /// command-line run) made to the file since the last look, and if there
+    /// were any, refreshes every live result on the store as a commit of its
+    /// own would, and tells eviction to choose its rows again. SQLite tells
+    /// no process of another's commits, so an app calls this when it comes
+    /// to the foreground, or runs ``watchOtherProcesses(every:clock:)``.
+    ///
+    /// - Returns: Whether another process had committed.
+    /// - Throws: `.storage` if the store cannot be read (closed, say).
+    @discardableResult
+    public func refreshFromOtherProcesses() async throws(DepotError) -> Bool {
+        do {
+            return try await writer.write { db in try self.noticeOtherConnections(db) }
+        } catch {
+            throw DepotError.storage(error, detail: "cannot look for other processes' commits")
+        }
+    }
+
+    /// Calls ``refreshFromOtherProcesses()`` every `interval` of `clock`
+    /// until the calling task is cancelled or the store closes. A look
+    /// costs one `PRAGMA` on the writer's connection.
+    ///
+    /// ```swift
+    /// let watch = Task { await store.watchOtherProcesses(every: .seconds(1)) }
+    /// // …
+    /// watch.cancel()
+    /// ```
+    public func watchOtherProcesses(every interval: Duration = .seconds(1), clock: any Clock<Duration> = ContinuousClock()) async {
+        while !isClosing {
+            do {
+                try await clock.sleep(for: interval)
+            } catch {
+                return
+            }
+            do {
+                try await refreshFromOtherProcesses()
+            } catch {
+                if isClosing { return }
+            }
+        }
+    }
+
+    /// Inside a write on the writer's connection: whether another connection
+    /// committed since the last look; if so, every observer of the store
+    /// hears of a change it could not see, at this transaction's commit.
+    func noticeOtherConnections(_ db: Database) throws -> Bool {
+        let version = try Self.dataVersion(db)
+        let changed = seenDataVersion.withLock { seen in
+            defer { seen = version }
+            return seen != version
+        }
+        if changed { try db.notifyChanges(in: .fullDatabase) }
+        return changed
+    }
+
+    @Sendable private static func dataVersion(_ db: Database) throws -> Int {
+        try Int.fetchOne(db, sql: "PRAGMA data_version") ?? 0
+    }
+
+    // MARK: - Closing
 
     /// Closes the database once the reads and writes under way have ended;
     /// later ones fail with `.storage`. Pools close when released, so call

@@ -56,6 +56,10 @@ final class InteractiveView {
                 }
             }
         })
+        // Another nerdfeed (a `--once` run in another terminal) may sync into
+        // the same cache: its commits show here within a second.
+        let store = app.store
+        feeders.append(Task { await store.watchOtherProcesses(every: .seconds(1)) })
         defer { feeders.forEach { $0.cancel() } }
 
         draw(terminal)

@@ -130,7 +130,9 @@ final class Evictor: Sendable {
         let vacuums = retention.sizeBudget != nil
         var restarts = 0
         choosing: while true {
-            // Read before the rows: a commit after this is seen by the batches.
+            // Read before the rows: a commit after this is seen by the batches
+            // (another process's too, from the look that comes first).
+            try await store.refreshFromOtherProcesses()
             let generation = watch.generation(of: plan.table)
             let now = store.currentDate()
             var candidates = try await store.read { db in try plan.candidates(in: db, now: now) }
@@ -151,9 +153,10 @@ final class Evictor: Sendable {
                 let known = retained
                 let watch = watch
                 let outcome = try await store.write { db -> (deleted: Int, retained: RetainedRows)? in
-                    // A commit since the rows were chosen may have changed
-                    // which rows the rules take: choose again.
-                    guard watch.generation(of: plan.table) == generation else { return nil }
+                    // A commit since the rows were chosen (here, or by
+                    // another process) may have changed which rows the rules
+                    // take: choose again.
+                    guard try !store.noticeOtherConnections(db), watch.generation(of: plan.table) == generation else { return nil }
                     watch.markEvicting()
                     var retained = known
                     try retained.refresh(db, types: types)

@@ -47,6 +47,13 @@ final class RetentionWatch: TransactionObserver, Sendable {
         if all { stopObservingDatabaseChangesUntilNextTransaction() }
     }
 
+    /// `Database.notifyChanges(in:)`: another process wrote, no one knows
+    /// which of the tables.
+    func databaseDidChange() {
+        state.withLock { $0.changed.formUnion(tables) }
+        stopObservingDatabaseChangesUntilNextTransaction()
+    }
+
     func databaseDidCommit(_ db: Database) {
         state.withLock { state in
             if !state.evicting {

@@ -101,4 +101,10 @@ enum CacheShapeExamples {
         await items.loadNextPage()   // at the end of the list
         await items.refresh()        // pull to refresh: page one again
     }
+
+    static func otherProcesses(store: Store) async throws {
+        try await store.refreshFromOtherProcesses()       // returns whether there was a commit
+        let watch = Task { await store.watchOtherProcesses(every: .seconds(1)) }
+        watch.cancel()
+    }
 }
