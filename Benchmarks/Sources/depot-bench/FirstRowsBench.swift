@@ -103,9 +103,9 @@ enum FirstRowsBench {
     }
 
     /// Writes a cache of 1,000 items of one feed (as a sync would leave it) at `path`.
-    static func makeCache(at path: String) throws {
+    static func makeCache(at path: String) async throws {
         let store = try Store(path: path, migrator: migrator)
-        try store.writer.write { db in
+        try await store.writer.write { db in
             for i in 1...1000 {
                 let author = "author\(i % 17)"
                 try db.execute(
@@ -116,7 +116,7 @@ enum FirstRowsBench {
             }
             try db.execute(sql: "INSERT INTO depot_sync_ledger (key, last_synced) VALUES (?, ?)", arguments: [feed, Date().timeIntervalSinceReferenceDate])
         }
-        try store.writer.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        try await store.writer.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
         try await store.close()
     }
 
@@ -234,7 +234,7 @@ enum FirstRowsBench {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appending(path: "cache.sqlite").path
-        try makeCache(at: path)
+        try await makeCache(at: path)
         say("firstrows: 1,000 rows, \(repetitions) repetitions, load average \(loadAverage())")
 
         var named = Figures(), positional = Figures()
@@ -275,15 +275,15 @@ enum FirstRowsBench {
         say(String(format: "  GRDB alone / C API: %.2fx", percentile(grdbTotal, 0.5) / percentile(rawTotal, 0.5)))
 
         guard let binaries else { return }
-        try wholeProcess(binaries: binaries, trivialSwift: trivialSwift, folder: folder, repetitions: repetitions)
+        try await wholeProcess(binaries: binaries, trivialSwift: trivialSwift, folder: folder, repetitions: repetitions)
     }
 
     /// `nerdfeed --once --offline --limit 1000` against `sqlite3` on the same
     /// cache, and the floor of starting a process, alternated.
-    static func wholeProcess(binaries: String, trivialSwift: String?, folder: URL, repetitions: Int) throws {
+    static func wholeProcess(binaries: String, trivialSwift: String?, folder: URL, repetitions: Int) async throws {
         // The same schema as the app's (its migrations' names), so nerdfeed takes the file as its own.
         let cache = folder.appending(path: "nerdfeed.sqlite").path
-        try makeCache(at: cache)
+        try await makeCache(at: cache)
         var commands: [(String, String, [String])] = [
             ("nerdfeed --once --offline --limit 1000", "\(binaries)/nerdfeed", ["--once", "--offline", "--limit", "1000", "--port", "18088", "--cache", cache]),
             ("sqlite3 (the same 1,000 rows)", "/usr/bin/sqlite3", [cache, sql.replacingOccurrences(of: "?", with: "'\(feed)'")]),
