@@ -90,7 +90,7 @@ extension Outbox {
                 failures = 0
                 await changed(key, step)
             case .again(let error):
-                state.withLock { _ = $0.inFlight.remove(key) }
+                leaveInFlight(key)
                 failures += 1
                 _ = try? await store.write { db in
                     try db.execute(sql: "UPDATE \(OutboxTable.name) SET attempts = attempts + 1, lastError = ? WHERE id = ?", arguments: ["\(error)", key])
@@ -126,10 +126,10 @@ extension Outbox {
                 }
             case .held:
                 state.withLock { state in
-                    state.inFlight.remove(key)
                     state.held.insert(lane)
                     state.running[lane] = nil
                 }
+                leaveInFlight(key)
                 await changed(key, .held)
                 return
             case .stop:
@@ -224,6 +224,17 @@ extension Outbox {
 
     /// What waiters of an entry hear when the store closes before it was decided.
     static let storeClosed = DepotError(.storage, detail: "the store closed; the entry stays queued for the next launch")
+
+    /// Takes `key` out of the entries being sent, undecided. If the store
+    /// has closed, its waiters hear so now: ``storeDidClose()`` left them to
+    /// whoever was sending it, and nothing in this process will decide it.
+    func leaveInFlight(_ key: Int64) {
+        let waiters = state.withLock { state in
+            state.inFlight.remove(key)
+            return state.storeClosed ? state.waiters.removeValue(forKey: key) ?? [] : []
+        }
+        for waiter in waiters { waiter.resume(returning: .failure(Self.storeClosed)) }
+    }
 
     /// The store closed: every waiter of an entry no lane is sending hears
     /// so now (a lane that is sending one settles it itself).

@@ -259,7 +259,7 @@ public final class Outbox: Sendable {
                 throw DepotError(.invalidRequest, detail: "no outbox entry \(id)")
             }
         } catch {
-            state.withLock { _ = $0.inFlight.remove(key) }
+            leaveInFlight(key)
             throw error
         }
         resolve(key, .failure(error), step: .discarded)
