@@ -219,7 +219,9 @@ public final class Store: Sendable {
 
     private init(writer: any DatabaseWriter, evictor: Evictor?, currentDate: @escaping @Sendable () -> Date) {
         self.writer = writer
-        self.seenDataVersion = Mutex(0)
+        // The connection's own value: a first look at a store no other
+        // connection reaches (in memory) finds nothing.
+        self.seenDataVersion = Mutex((try? writer.writeWithoutTransaction(Self.dataVersion)) ?? 0)
         self.fanout = Self.startFanout(on: writer)
         self.openingLock = nil
         self.evictor = evictor
@@ -291,7 +293,19 @@ public final class Store: Sendable {
     @discardableResult
     public func refreshFromOtherProcesses() async throws(DepotError) -> Bool {
         do {
-            return try await writer.write { db in try self.noticeOtherConnections(db) }
+            return try await writer.writeWithoutTransaction { db in
+                // Deferred, not `write`'s IMMEDIATE: reading data_version
+                // takes no write lock, so a look never waits for another
+                // process's write transaction (nor holds up its writes). GRDB
+                // tells observers of an empty deferred transaction's commit
+                // too, so the notification still reaches them.
+                var changed = false
+                try db.inTransaction(.deferred) {
+                    changed = try self.noticeOtherConnections(db)
+                    return .commit
+                }
+                return changed
+            }
         } catch {
             throw DepotError.storage(error, detail: "cannot look for other processes' commits")
         }
@@ -299,7 +313,9 @@ public final class Store: Sendable {
 
     /// Calls ``refreshFromOtherProcesses()`` every `interval` of `clock`
     /// until the calling task is cancelled or the store closes. A look
-    /// costs one `PRAGMA` on the writer's connection.
+    /// costs one `PRAGMA` on the writer's connection, in a transaction that
+    /// takes no write lock: it waits for this process's writes under way,
+    /// not for another process's.
     ///
     /// ```swift
     /// let watch = Task { await store.watchOtherProcesses(every: .seconds(1)) }
