@@ -60,8 +60,13 @@ public final class Store: Sendable {
     /// Set when ``close()`` begins: what fails from then on failed because of it.
     private let closeBegan = Atomic<Bool>(false)
 
-    /// Whether ``close()`` was called: reads and writes fail from now on.
+    /// Whether ``close()`` was called (and has not failed): reads and writes
+    /// fail once it has closed the database, and some may already.
     var isClosing: Bool { closeBegan.load(ordering: .acquiring) }
+
+    /// Where this store's closes wait, one after another: off the
+    /// cooperative pool, and never two in GRDB's `close()` at once.
+    private let closeQueue = DispatchQueue(label: "Depot.Store.close")
 
     /// The writer connection's `PRAGMA data_version` when it last looked: it
     /// changes when another connection (another process) commits.
@@ -365,7 +370,7 @@ public final class Store: Sendable {
     /// meets the closed store stops, and what it had not settled stays in the
     /// file for the next launch.
     ///
-    /// The wait happens on a thread of its own. GRDB's `close()` blocks its
+    /// The wait happens on a thread of the store's own. GRDB's `close()` blocks its
     /// caller until every reader is back, and an async read gives its reader
     /// back on Swift's cooperative pool: blocking those threads instead would
     /// deadlock once closes occupy them all (two, on a two-core machine).
@@ -373,7 +378,7 @@ public final class Store: Sendable {
         closeBegan.store(true, ordering: .releasing)
         let writer = self.writer
         let closed: Result<Void, DepotError> = await withCheckedContinuation { continuation in
-            Self.closing.async {
+            closeQueue.async {
                 do {
                     if let pool = writer as? DatabasePool { try pool.close() }
                     if let queue = writer as? DatabaseQueue { try queue.close() }
@@ -383,12 +388,14 @@ public final class Store: Sendable {
                 }
             }
         }
+        if case .failure = closed {
+            // Still open: what fails from now on fails for its own reasons.
+            closeBegan.store(false, ordering: .releasing)
+        }
         try closed.get()
-        for handler in closeHandlers.withLock({ $0 }) { handler() }
+        // Once: a second close finds none left.
+        for handler in closeHandlers.withLock({ handlers in defer { handlers.removeAll() }; return handlers }) { handler() }
     }
-
-    /// Where closes wait: off the cooperative pool, each on a thread of its own.
-    private static let closing = DispatchQueue(label: "Depot.Store.close", attributes: .concurrent)
 }
 
 extension DepotError {
