@@ -129,8 +129,9 @@ public final class PagedResults<Record: FetchableRecord & Identifiable & Equatab
     /// Loads the page after the last one loaded (the first page when there
     /// is none) and returns when it landed or failed. A page that brings
     /// only rows already listed (a page-numbered list that got a page of
-    /// new rows on top since the last load) is followed by the next one. A call while a page
-    /// loads waits for that one; a call with no more pages returns at once.
+    /// new rows on top since the last load) is followed by the next one. A
+    /// call while a page loads waits for that one; a call with no more pages
+    /// returns at once.
     ///
     /// Failures are not thrown: they are in ``pageError``. Offline, the pages
     /// loaded stay on screen and ``hasMore`` stays `true`.
