@@ -130,4 +130,39 @@ import Testing
             try other.close()
         }
     }
+
+    /// The size budget's pass picked the oldest notes, then another process
+    /// made the oldest of them fresh before the batch deleted them: the
+    /// batch sees the commit and picks again, and the fresh note stays.
+    @Test func theSizeBudgetPicksAgainAfterAnotherProcessCommits() async throws {
+        let date = ManualDate()
+        let policy = RetentionPolicy(table: "note", keeping: [.maxAge(.seconds(365 * 86_400), by: "createdAt")])
+        try await withNoteStore(retention: Retention(policies: [policy], sizeBudget: 400_000, batchSize: 100), date: date) { store in
+            // Given 2,000 notes of 1 KB, note i made i hours ago: the budget decides
+            try await store.insert(Note.make(2_000, now: date.now, daysApart: 1.0 / 24, body: String(repeating: "x", count: 1_000)))
+            // and another process that, once the first batch is picked,
+            // writes the oldest note (1,999) again as a fresh one
+            let other = try DatabaseQueue(path: try #require(store.path))
+            let now = date.now
+            let done = Mutex(false)
+            store.evictor?.afterBudgetPicks.withLock { hook in
+                hook = {
+                    guard !done.withLock({ $0 }) else { return }
+                    done.withLock { $0 = true }
+                    try? await other.write { db in
+                        try db.execute(sql: "UPDATE note SET createdAt = ? WHERE id = 1999", arguments: [now])
+                    }
+                }
+            }
+
+            // When the eviction runs
+            _ = try await store.evict()
+
+            // Then the fresh note stays, with the newest ones
+            let ids = try await store.noteIDs()
+            #expect(ids.last == 1_999)
+            #expect(ids.dropLast() == ArraySlice(0..<(ids.count - 1)))
+            try other.close()
+        }
+    }
 }

@@ -22,6 +22,9 @@ final class Evictor: Sendable {
     private let state = Mutex(State())
     /// Called after each batch with the report so far: tests run a sync there.
     let afterBatch = Mutex<(@Sendable (EvictionReport) async -> Void)?>(nil)
+    /// Called when the size budget's pass has picked a batch, before it
+    /// deletes it: tests commit there.
+    let afterBudgetPicks = Mutex<(@Sendable () async -> Void)?>(nil)
 
     /// How often a run chooses its rows again because a sync changed the
     /// table between two batches, before it leaves the rest to the next run.
@@ -47,11 +50,10 @@ final class Evictor: Sendable {
                 if delay > .zero { try? await clock.sleep(for: delay) }
                 // One step from waiting to queued, so that `idle()` never
                 // sees neither.
-                let run = self.state.withLock { state in
+                self.state.withLock { state in
                     state.waiting = nil
-                    return store.map { self.enqueue($0, in: &state) }
+                    if let store { _ = self.enqueue(store, in: &state, inBackground: true) }
                 }
-                if case .failure(let error) = await run?.value { self.failed(error) }
             }
         }
     }
@@ -59,10 +61,7 @@ final class Evictor: Sendable {
     /// Queues an eviction now, without waiting for it: the one at launch.
     /// An ``evict(_:)`` called after this runs after it.
     func start(_ store: Store) {
-        let run = state.withLock { state in enqueue(store, in: &state) }
-        Task.detached(priority: .utility) {
-            if case .failure(let error) = await run.value { self.failed(error) }
-        }
+        state.withLock { state in _ = enqueue(store, in: &state, inBackground: true) }
     }
 
     /// A background run failed: nobody awaits it, so it is kept and logged.
@@ -80,14 +79,17 @@ final class Evictor: Sendable {
         return try await run.value.get()
     }
 
-    /// Queues a run after the last one queued.
-    private func enqueue(_ store: Store, in state: inout State) -> Task<Result<EvictionReport, DepotError>, Never> {
+    /// Queues a run after the last one queued. A run `inBackground` (nobody
+    /// awaits it) reports its failure before it ends, so that ``idle()``
+    /// returns after the report.
+    private func enqueue(_ store: Store, in state: inout State, inBackground: Bool = false) -> Task<Result<EvictionReport, DepotError>, Never> {
         let previous = state.tail
         let run = Task.detached(priority: .utility) { () async -> Result<EvictionReport, DepotError> in
             await previous?.value
             do throws(DepotError) {
                 return .success(try await self.run(store))
             } catch {
+                if inBackground { self.failed(error) }
                 return .failure(error)
             }
         }
@@ -186,7 +188,12 @@ final class Evictor: Sendable {
             try db.execute(sql: "PRAGMA incremental_vacuum")
         }
         var size = try await store.read(Self.usedBytes)
+        var restarts = 0
         while size > budget {
+            // As a policy's pass: a commit after this, here or by another
+            // process, makes the batch pick again.
+            try await store.refreshFromOtherProcesses()
+            let generations = plans.map { self.watch.generation(of: $0.table) }
             let kept = plans.map { retained.keys(of: $0.table, keyColumns: $0.keyColumns) }
             let picks = try await store.read { db in
                 var all: [(table: Int, candidate: EvictionPlan.Candidate)] = []
@@ -199,10 +206,12 @@ final class Evictor: Sendable {
                 return Array(all.prefix(batchSize))
             }
             guard !picks.isEmpty else { break }
+            if let afterBudgetPicks = afterBudgetPicks.withLock({ $0 }) { await afterBudgetPicks() }
             let types = store.mutationTypes.withLock { $0 }
             let known = retained
             let watch = watch
-            let outcome = try await store.write { db -> (deleted: [String: Int], retained: RetainedRows) in
+            let outcome = try await store.write { db -> (deleted: [String: Int], retained: RetainedRows)? in
+                guard try !store.noticeOtherConnections(db), plans.map({ watch.generation(of: $0.table) }) == generations else { return nil }
                 watch.markEvicting()
                 var retained = known
                 try retained.refresh(db, types: types)
@@ -214,6 +223,11 @@ final class Evictor: Sendable {
                 }
                 try db.execute(sql: "PRAGMA incremental_vacuum")
                 return (deleted, retained)
+            }
+            guard let outcome else {
+                restarts += 1
+                guard restarts <= Self.maximumRestarts else { break }
+                continue
             }
             retained = outcome.retained
             guard outcome.deleted.values.contains(where: { $0 > 0 }) else { break }
