@@ -102,11 +102,7 @@ import Testing
         let retention = Retention(policies: [policy], batchSize: 500, clock: ManualClock())
         try await withNoteStore(retention: retention, date: date) { store in
             // Given 2,000 notes two months old
-            let old = date.now.addingTimeInterval(-60 * 86_400)
-            try await store.write { db in
-                let statement = try db.makeStatement(sql: "INSERT INTO note (id, feed, createdAt, rank) VALUES (?, 'a', ?, ?)")
-                for id in 0..<2_000 { try statement.execute(arguments: [id, old, id]) }
-            }
+            try await store.insertNotes(2_000, createdAt: date.now.addingTimeInterval(-60 * 86_400))
             // and another process that, once the second batch has committed,
             // writes the last old note again as a fresh one
             let other = try DatabaseQueue(path: try #require(store.path))

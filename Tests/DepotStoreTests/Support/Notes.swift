@@ -50,6 +50,15 @@ extension Store {
         }
     }
 
+    /// Inserts notes `0..<count` of feed "a", all made at `createdAt`, in one
+    /// transaction through one prepared statement (fast for 100,000).
+    func insertNotes(_ count: Int, createdAt: Date) async throws {
+        try await write { db in
+            let statement = try db.makeStatement(sql: "INSERT INTO note (id, feed, createdAt, rank) VALUES (?, 'a', ?, ?)")
+            for id in 0..<count { try statement.execute(arguments: [id, createdAt, id]) }
+        }
+    }
+
     /// The ids of every note, ascending.
     func noteIDs() async throws -> [Int] {
         try await read { db in try Int.fetchAll(db, sql: "SELECT id FROM note ORDER BY id") }

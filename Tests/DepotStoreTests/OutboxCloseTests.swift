@@ -9,7 +9,7 @@ import Testing
 /// Waiters of an entry whose attempt ends while the store closes: the close
 /// told every waiter of an entry *not* in flight; the lane sending this one
 /// must tell its waiters itself, whatever the attempt's answer.
-@Suite(.timeLimit(.minutes(1))) struct OutboxCloseReviewTests {
+@Suite(.timeLimit(.minutes(1))) struct OutboxCloseTests {
     /// A transport whose one request waits for the test, then answers `status`.
     final class GatedTransport: Transport {
         let status: Int
