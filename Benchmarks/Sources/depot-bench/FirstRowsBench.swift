@@ -209,7 +209,8 @@ enum FirstRowsBench {
             try await settle(measured.2, measured.3)
             (open, results, store) = (measured.0, measured.1, measured.3)
         }
-        try await closeWhenFree(store)
+        // Waits for the reads under way, such as the released observation's.
+        try await store.close()
         return (open, results, cpuSeconds() - cpuBefore)
     }
 
@@ -220,13 +221,6 @@ enum FirstRowsBench {
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
-    /// Closes `store` once the observation that was released has let go of it.
-    static func closeWhenFree(_ store: Store) async throws {
-        for _ in 0..<1000 {
-            do { return try await store.close() } catch { try await Task.sleep(for: .milliseconds(1)) }
-        }
-        try await store.close()
-    }
 
     @MainActor
     static func run(repetitions: Int, binaries: String?, trivialSwift: String?) async throws {
