@@ -55,8 +55,10 @@ extension DemoServer {
         case wrongContentType
         /// 200 with an empty body.
         case empty
-        /// `count` bytes of filler: a body of known size, for pacing checks.
-        case bytes(Int)
+        /// `count` bytes of filler: a body of known size, for pacing checks,
+        /// with a strong `ETag`. `ranges` says how the route answers a
+        /// `Range` request.
+        case bytes(Int, ranges: ByteRangeSupport = .honoured)
         /// A JSON array of the numbers 1 to `count`, dated by `Last-Modified`
         /// only (no `ETag`): a server that answers every `If-Modified-Since`
         /// at or after its date with 304, whatever the parameters.
@@ -98,7 +100,7 @@ extension DemoServer {
             case .xmlExternalEntity: return "/faults/xml-external-entity"
             case .wrongContentType: return "/faults/wrong-content-type"
             case .empty: return "/faults/empty"
-            case .bytes(let count): return "/faults/bytes/\(count)"
+            case .bytes(let count, let ranges): return "/faults/bytes/\(count)" + (ranges == .honoured ? "" : "?ranges=\(ranges.rawValue)")
             case .lastModifiedOnly(let count): return "/faults/last-modified-only?count=\(count)"
             case .hello: return "/faults/hello"
             case .echoHeaders: return "/faults/echo/headers"
@@ -117,6 +119,18 @@ extension DemoServer {
         private static func encoded(_ text: String) -> String {
             text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
         }
+    }
+
+    /// How ``Fault/bytes(_:ranges:)`` answers a `Range` request.
+    public enum ByteRangeSupport: String, Sendable, Hashable {
+        /// As RFC 9110 says: `206` with the bytes asked for, `If-Range` honoured.
+        case honoured
+        /// The whole body with `200`, as a server without range support.
+        case ignored
+        /// `206` without `ETag` or `Last-Modified`: pieces nobody can join safely.
+        case untagged
+        /// A new `ETag` on every request, as if the body changed each time.
+        case changing
     }
 
     /// How a ``Fault/feed(items:chunkBytes:tails:declaresLength:)`` ends.

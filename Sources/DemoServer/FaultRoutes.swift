@@ -132,10 +132,20 @@ enum FaultRoutes {
         router.get("/faults/wrong-content-type") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: #"{"feed":{"entry":[]}}"#)))
         }
-        router.get("/faults/bytes/:count") { _, context in
+        router.get("/faults/bytes/:count") { request, context in
             let count = try context.parameters.require("count", as: Int.self)
             guard (0...(50 << 20)).contains(count) else { return text(.badRequest, "count must be 0...52428800") }
-            return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(repeating: UInt8(ascii: "b"), count: count)))
+            let support = request.uri.queryParameters.get("ranges").flatMap { DemoServer.ByteRangeSupport(rawValue: String($0)) } ?? .honoured
+            let body = ByteBuffer(repeating: UInt8(ascii: "b"), count: count)
+            var headers: HTTPFields = [.contentType: "application/octet-stream"]
+            switch support {
+            case .honoured, .untagged: headers[.eTag] = "\"b\(count)\""
+            case .changing: headers[.eTag] = "\"b\(count)-\(UInt64.random(in: 0 ... .max))\""
+            case .ignored: return Response(status: .ok, headers: headers, body: .init(byteBuffer: body))
+            }
+            var response = ByteRanges.response(to: request, body: body, headers: headers)
+            if support == .untagged { response.headers[.eTag] = nil }
+            return response
         }
         router.get("/faults/last-modified-only") { request, _ in
             let count = min(max(request.uri.queryParameters.get("count", as: Int.self) ?? 10, 0), 10_000)

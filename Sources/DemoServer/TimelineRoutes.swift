@@ -58,13 +58,14 @@ enum TimelineRoutes {
             }
         }
 
-        router.get("/avatars/:file") { _, context in
+        router.get("/avatars/:file") { request, context in
             let file = try context.parameters.require("file")
             guard file.hasSuffix(".png"), let id = Int(file.dropLast(4)), id > 0 else {
                 return FaultRoutes.text(.notFound, "avatars are /avatars/N.png")
             }
             let png = PNG.avatar(id: id, bytes: state.configuration.avatarBytes)
-            return Response(status: .ok, headers: [.contentType: "image/png", .cacheControl: "max-age=86400"], body: .init(byteBuffer: ByteBuffer(bytes: png)))
+            let headers: HTTPFields = [.contentType: "image/png", .cacheControl: "max-age=86400", .eTag: "\"a\(id)-\(png.count)\""]
+            return ByteRanges.response(to: request, body: ByteBuffer(bytes: png), headers: headers)
         }
     }
 }

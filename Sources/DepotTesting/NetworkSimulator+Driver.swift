@@ -120,8 +120,8 @@ extension NetworkSimulator {
 
 extension NetworkSimulator {
     /// The `settled` predicate for a controller that uses this simulator: time
-    /// may move when every running job either waits on a simulated transfer or
-    /// sleeps before a retry. A job that is parsing, writing its cache or
+    /// may move when every running job either waits on a simulated transfer,
+    /// sleeps before a retry, or waits between byte ranges for urgent work. A job that is parsing, writing its cache or
     /// delivering its result keeps time still.
     ///
     /// For example:
@@ -133,7 +133,7 @@ extension NetworkSimulator {
         { [weak self] in
             guard let self else { return true }
             let activity = controller.activity
-            return activity.running == self.openTransferCount + activity.backingOff
+            return activity.running == self.openTransferCount + activity.backingOff + activity.pausedBetweenRanges
         }
     }
 }

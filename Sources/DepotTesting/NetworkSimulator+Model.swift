@@ -91,7 +91,7 @@ struct LinkModel {
 
     // MARK: Transfers
 
-    mutating func open(method: NetworkRequest.Method, path: String, ifNoneMatch: String? = nil) -> Result<Int, DepotError> {
+    mutating func open(method: NetworkRequest.Method, path: String, ifNoneMatch: String? = nil, range: String? = nil, ifRange: String? = nil) -> Result<Int, DepotError> {
         version += 1
         let id = records.count + 1
         var record = Record(id: id, method: method, path: path, status: nil, started: time, firstByte: nil, lastByte: nil, ended: nil, bytes: 0, outcome: nil)
@@ -127,6 +127,15 @@ struct LinkModel {
             // What an HTTP server does: the client's copy is current.
             (status, size, content) = (304, 0, nil)
         }
+        if status == 200, method == .get, breakAt == nil, let range, let etag = headers["ETag"], etag.hasPrefix("\""),
+           ifRange == nil || ifRange == etag, let (first, last) = Self.byteRange(range), first < size {
+            // What an HTTP server with a strong validator does with `Range: bytes=a-b`.
+            let end = min(last, size - 1)
+            headers["Content-Range"] = "bytes \(first)-\(end)/\(size)"
+            headers["Content-Length"] = nil
+            content = content.map { Data($0[$0.startIndex + first ... $0.startIndex + end]) }
+            (status, size) = (206, end - first + 1)
+        }
         if headers["Content-Length"] == nil || status == 304 { headers["Content-Length"] = String(size) }
         if method == .head { size = 0 }
         records.append(record)
@@ -134,6 +143,14 @@ struct LinkModel {
         transfer.unsent = Double(transfer.limit)
         transfers[id] = transfer
         return .success(id)
+    }
+
+    /// `bytes=first-last` as offsets; `nil` for any other form.
+    static func byteRange(_ value: String) -> (Int, Int)? {
+        guard value.hasPrefix("bytes=") else { return nil }
+        let bounds = value.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+        guard bounds.count == 2, let first = Int(bounds[0]), let last = Int(bounds[1]), first >= 0, first <= last else { return nil }
+        return (first, last)
     }
 
     /// Whether an `If-None-Match` value names `etag` (or is `*`), comparing

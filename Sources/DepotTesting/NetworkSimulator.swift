@@ -22,6 +22,8 @@ import Synchronization
 ///   fail a number of times first (for example 503 with `Retry-After`); a
 ///   200 route with an `ETag` header answers a GET or HEAD whose
 ///   `If-None-Match` names it with 304 Not Modified and no body, as a server does;
+///   with a strong `ETag` it also answers `Range: bytes=a-b` (and a matching
+///   `If-Range`) with 206 and those bytes;
 /// - cancelling the calling task, or dropping the body, ends the transfer and
 ///   frees its share at once.
 ///
@@ -284,7 +286,7 @@ public final class NetworkSimulator: Transport, Sendable {
         let path = request.url.path.isEmpty ? "/" : request.url.path
         let (opened, effects) = model.withLock { model in
             model.advance(to: now())
-            let opened = model.open(method: request.method, path: path, ifNoneMatch: request.headers["If-None-Match"])
+            let opened = model.open(method: request.method, path: path, ifNoneMatch: request.headers["If-None-Match"], range: request.headers["Range"], ifRange: request.headers["If-Range"])
             return (opened, model.takeEffects())
         }
         run(effects)

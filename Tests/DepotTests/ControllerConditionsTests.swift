@@ -85,10 +85,12 @@ struct ControllerConditionsTests {
     /// Issue 22's scenario on a link with a bottleneck queue (1 Mbit/s, loopback's
     /// round trip, the 94 KB that `tbf rate 1mbit burst 32kb latency 500ms`
     /// holds): the high-priority 40 KB transfer, enqueued at 2 s, and all 101.
-    func queuedLinkScenario(_ configure: @escaping (inout NetworkController.Configuration) -> Void, prioritised: Bool = true) async throws -> (high: Duration, total: Duration) {
+    /// `ranged`: the routes have strong ETags, so they answer byte ranges.
+    func queuedLinkScenario(_ configure: @escaping (inout NetworkController.Configuration) -> Void, prioritised: Bool = true, ranged: Bool = false) async throws -> (high: Duration, total: Duration) {
+        let tags: (low: HeaderFields, high: HeaderFields) = ranged ? (["ETag": "\"low\""], ["ETag": "\"high\""]) : ([:], [:])
         let harness = Harness(
             link: .init(bandwidth: 1_000_000, rtt: .milliseconds(1), queue: 94_000),
-            routes: [.init(path: "/low/*", bytes: 20_000), .init(path: "/high", bytes: 40_000)],
+            routes: [.init(path: "/low/*", bytes: 20_000, headers: tags.low), .init(path: "/high", bytes: 40_000, headers: tags.high)],
             configure: configure)
         let lows = (0..<100).map { harness.controller.enqueue(SimGet(path: "low/\($0)", priority: prioritised ? .low : .normal, category: prioritised ? .images : .default)) }
         try await harness.run(until: .seconds(2))
@@ -115,6 +117,22 @@ struct ControllerConditionsTests {
         #expect(paced.high <= minimum * 1.5, "paced: high priority took \(paced.high)")
         #expect(unpaced.high > minimum * 1.5, "the queue should hold unpaced work back: \(unpaced.high)")
         #expect(paced.total <= fifo.total * 1.05, "paced total \(paced.total), FIFO \(fifo.total)")
+    }
+
+    /// The same link with servers that answer byte ranges: the delayable
+    /// downloads pause between their 8 KB ranges while urgent work runs, so
+    /// the high-priority transfer waits behind one range, not one body.
+    @Test func delayableRangesLetUrgentWorkPassAfterOneRange() async throws {
+        let minimum = Duration.milliseconds(320)
+        let ranged = try await queuedLinkScenario({ _ in }, ranged: true)
+        let whole = try await queuedLinkScenario({ $0.delayablePacing = .bandwidthDelay(roundTrips: 2, rangeBytes: nil) }, ranged: true)
+        let fifo = try await queuedLinkScenario({ $0.concurrencyPolicy = .fixed(6); $0.delayablePacing = .off }, prioritised: false, ranged: true)
+        if ProcessInfo.processInfo.environment["DEPOT_PRINT"] != nil {
+            print("queued link with ranges: ranged \(ranged), whole \(whole), FIFO \(fifo)")
+        }
+        #expect(ranged.high <= minimum * 1.3, "ranged: high priority took \(ranged.high)")
+        #expect(ranged.high < whole.high, "ranged \(ranged.high), whole \(whole.high)")
+        #expect(ranged.total <= fifo.total * 1.05, "ranged total \(ranged.total), FIFO \(fifo.total)")
     }
 
     // MARK: (b) Adaptation

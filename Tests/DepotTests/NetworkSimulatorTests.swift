@@ -175,6 +175,37 @@ import Testing
         #expect(seen["no etag"]?.status == 200 && seen["no etag"]?.bytes == 100)
     }
 
+    /// A route with a strong ETag answers `Range: bytes=a-b` with 206 and
+    /// those bytes, unless `If-Range` names another tag; others answer whole.
+    @Test func aRouteWithAStrongETagAnswersByteRanges() async throws {
+        let clock = ManualClock()
+        let simulator = NetworkSimulator(
+            clock: clock, link: .init(bandwidth: 8_000_000, rtt: .milliseconds(10)),
+            routes: [.init(path: "/image", bytes: 4_000, headers: ["ETag": "\"v1\""]), .init(path: "/weak", bytes: 4_000, headers: ["ETag": "W/\"v1\""])])
+        let cases: [(path: String, range: String, ifRange: String?, status: Int, bytes: Int, contentRange: String?)] = [
+            ("/image", "bytes=0-999", nil, 206, 1_000, "bytes 0-999/4000"),
+            ("/image", "bytes=3000-9999", "\"v1\"", 206, 1_000, "bytes 3000-3999/4000"),
+            ("/image", "bytes=1000-1999", "\"v0\"", 200, 4_000, nil),
+            ("/image", "bytes=5000-5999", nil, 200, 4_000, nil),
+            ("/weak", "bytes=0-999", nil, 200, 4_000, nil),
+        ]
+        for item in cases {
+            var request = TransportRequest(url: Self.base.appending(path: item.path))
+            request.headers["Range"] = item.range
+            if let tag = item.ifRange { request.headers["If-Range"] = tag }
+            let outcome = ServerBox<(status: Int, bytes: Int, contentRange: String?)?>(nil)
+            let done: @Sendable () -> Bool = { outcome.withLock { $0 != nil } }
+            async let run: Void = simulator.run(until: done, settled: { done() || simulator.openTransferCount == 1 })
+            let response = try await simulator.send(request)
+            var count = 0
+            for try await chunk in response.body { count += chunk.count }
+            outcome.withLock { $0 = (response.status, count, response.headers["Content-Range"]) }
+            try await run
+            let seen = try #require(outcome.withLock { $0 })
+            #expect(seen.status == item.status && seen.bytes == item.bytes && seen.contentRange == item.contentRange, "\(item.range) \(item.ifRange ?? "")")
+        }
+    }
+
     // MARK: Timeline
 
     @Test func bandwidthChangesMidTransfer() async throws {

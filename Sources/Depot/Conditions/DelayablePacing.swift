@@ -20,11 +20,27 @@
 /// each delayable job waits for the first bytes of the one before it, which
 /// paces their starts by a round trip.
 ///
+/// Pacing starts alone cannot take back a response already on its way: urgent
+/// work that arrives while a 20 KB image streams in still waits behind all of
+/// it. So a delayable `GET` is also fetched in byte ranges (RFC 9110 `Range`,
+/// with `If-Range` so that the pieces are of one representation), and before
+/// each range after the first it waits while urgent work runs. A range is
+/// twice the budget (four bandwidth-delay products by default: a lone
+/// download keeps about 80% of the link across the round trip between
+/// ranges) and at least ``rangeBytes``. The operation sees one `200` response
+/// with the whole body. A server that ignores `Range` answers the first
+/// request whole, as without ranges; one that answers `206` without an `ETag`
+/// or `Last-Modified`, or with a `Content-Encoding`, is asked again without
+/// `Range`, since such pieces cannot be joined safely. A representation that
+/// changes between ranges fails the attempt with
+/// ``DepotError/Code/connectionLost``, which the default retry policy retries.
+///
 /// For example:
 ///
 /// ```swift
 /// var configuration = NetworkController.Configuration(baseURL: base)
 /// configuration.delayablePacing = .bandwidthDelay(roundTrips: 1)   // tighter than the default
+/// configuration.delayablePacing = .bandwidthDelay(roundTrips: 2, rangeBytes: nil)   // whole responses
 /// configuration.delayablePacing = .off                             // as before pacing existed
 /// ```
 public struct DelayablePacing: Sendable, Hashable {
@@ -32,9 +48,12 @@ public struct DelayablePacing: Sendable, Hashable {
     let roundTrips: Double?
     /// The smallest budget, in bytes.
     let minimumBytes: Int64
+    /// The smallest byte range of a delayable download; `nil` fetches responses whole.
+    public let rangeBytes: Int?
 
-    /// No pacing: delayable jobs start whenever the scheduler has room for them.
-    public static let off = DelayablePacing(roundTrips: nil, minimumBytes: 0)
+    /// No pacing: delayable jobs start whenever the scheduler has room for them,
+    /// and their responses come whole.
+    public static let off = DelayablePacing(roundTrips: nil, minimumBytes: 0, rangeBytes: nil)
 
     /// Two round trips of bytes: one for the next request's round trip, one
     /// for progress reported in chunks rather than byte by byte.
@@ -43,14 +62,21 @@ public struct DelayablePacing: Sendable, Hashable {
     /// The default's round trips.
     public static let defaultRoundTrips = 2.0
 
+    /// The default's smallest range: 8 KB, so that urgent work that arrives
+    /// while a delayable download runs waits behind at most that much of it
+    /// (64 ms at 1 Mbit/s).
+    public static let defaultRangeBytes = 8 * 1024
+
     /// A budget of `roundTrips` bandwidth-delay products, and at least `minimumBytes`.
     ///
     /// - Parameters:
     ///   - roundTrips: How many round trips' worth of bytes delayable work may
     ///     still have to come when the next delayable job starts (at least 0).
     ///   - minimumBytes: The smallest budget in bytes (0).
-    public static func bandwidthDelay(roundTrips: Double, minimumBytes: Int64 = 0) -> DelayablePacing {
-        DelayablePacing(roundTrips: max(0, roundTrips), minimumBytes: max(0, minimumBytes))
+    ///   - rangeBytes: The smallest byte range a delayable `GET` is fetched in
+    ///     (``defaultRangeBytes``, at least 1 KB); `nil` fetches responses whole.
+    public static func bandwidthDelay(roundTrips: Double, minimumBytes: Int64 = 0, rangeBytes: Int? = defaultRangeBytes) -> DelayablePacing {
+        DelayablePacing(roundTrips: max(0, roundTrips), minimumBytes: max(0, minimumBytes), rangeBytes: rangeBytes.map { max(1024, $0) })
     }
 
     /// Whether delayable jobs are paced.
@@ -65,5 +91,13 @@ public struct DelayablePacing: Sendable, Hashable {
         let bytes = bandwidth / 8 * rtt * roundTrips
         guard bytes.isFinite else { return nil }
         return max(minimumBytes, Int64(bytes.rounded(.up)))
+    }
+
+    /// The size of a delayable download's next range, given the current budget
+    /// (-1 while unknown): twice the budget, and at least ``rangeBytes``.
+    func rangeSize(budget: Int64) -> Int? {
+        guard let rangeBytes, isOn else { return nil }
+        let (doubled, overflow) = budget.multipliedReportingOverflow(by: 2)
+        return Int(clamping: max(Int64(rangeBytes), overflow ? .max : doubled))
     }
 }

@@ -77,14 +77,18 @@ extension NetworkController {
         public var limit: Int
         /// Running transfers sleeping before a retry.
         public var backingOff: Int
+        /// Running delayable downloads paused between two byte ranges while
+        /// urgent work runs (see ``DelayablePacing``).
+        public var pausedBetweenRanges: Int
 
         /// Makes an activity summary (for previews and tests).
-        public init(queued: Int, running: Int, blocked: Int, limit: Int, backingOff: Int = 0) {
+        public init(queued: Int, running: Int, blocked: Int, limit: Int, backingOff: Int = 0, pausedBetweenRanges: Int = 0) {
             self.queued = queued
             self.running = running
             self.blocked = blocked
             self.limit = limit
             self.backingOff = backingOff
+            self.pausedBetweenRanges = pausedBetweenRanges
         }
     }
 
@@ -98,7 +102,8 @@ extension NetworkController {
                 running: scheduler.runningJobCount,
                 blocked: state.records.count - inJobs,
                 limit: scheduler.limit,
-                backingOff: state.conditions.backingOff
+                backingOff: state.conditions.backingOff,
+                pausedBetweenRanges: state.rangeWaiters.count
             )
         }
     }

@@ -202,6 +202,7 @@ extension NetworkController {
             return effects
         }
         perform(effects)
+        releaseRangeWaiters()
     }
 
     /// A chunk arrived. Takes no controller lock: chunks are the most frequent

@@ -179,7 +179,8 @@ extension NetworkController {
             ticket: environment.job, attempt: attempt, now: context.now, logger: logger, values: configuration.contextValues, operationName: name, requestURL: transportRequest.url))
         let transfer: TransferPipeline.Result
         do {
-            transfer = try await pipeline.run(transportRequest, timeout: operation.timeout.capped(at: configuration.longestTransfer), streamingTo: chooseSink, cancelOnTimeout: environment.cancel, onHead: meter.begin) { [weak self] progress in
+            let ranges = delayableRanges(for: transportRequest, priority: operation.priority, job: environment.job)
+            transfer = try await pipeline.run(transportRequest, timeout: operation.timeout.capped(at: configuration.longestTransfer), streamingTo: chooseSink, inRanges: ranges, cancelOnTimeout: environment.cancel, onHead: meter.begin) { [weak self] progress in
                 meter.record(progress.received)
                 if let pacing { self?.notePacing(pacing, progress) }
                 self?.reportProgress(running, progress)

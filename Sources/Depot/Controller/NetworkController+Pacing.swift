@@ -22,6 +22,65 @@ extension NetworkController {
     }
 }
 
+/// Byte ranges (``DelayablePacing/rangeBytes``): a delayable download asks
+/// for its next range only while no urgent work runs.
+extension NetworkController {
+    /// The ranges of a delayable `GET` of `job`, or `nil` when it comes whole.
+    func delayableRanges(for request: TransportRequest, priority: Priority, job: Ticket.ID) -> TransferPipeline.Ranges? {
+        let pacing = configuration.delayablePacing
+        guard pacing.rangeSize(budget: -1) != nil, priority <= Scheduler.delayable,
+              request.method == .get, request.body == nil, !request.headers.contains("Range")
+        else { return nil }
+        return TransferPipeline.Ranges(
+            size: { [weak self] in
+                pacing.rangeSize(budget: self?.pacingBudget.load(ordering: .relaxed) ?? -1) ?? Int.max
+            },
+            mayContinue: { [weak self] in await self?.waitToContinueRanges(of: job) }
+        )
+    }
+
+    /// Returns once `job` may ask for its next byte range
+    /// (``Scheduler/mayContinueRanges(of:)``), or its task is cancelled.
+    func waitToContinueRanges(of job: Ticket.ID) async {
+        let id = state.withLock { state -> UInt64? in
+            guard !state.scheduler.mayContinueRanges(of: job) else { return nil }
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        guard let id else { return }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                // Registered under the lock only if no urgent job ended and no
+                // cancellation came in the meantime (a cancellation handler that
+                // ran first found nothing to resume).
+                let goesOn = state.withLock { state -> Bool in
+                    if Task.isCancelled || state.scheduler.mayContinueRanges(of: job) { return true }
+                    state.rangeWaiters[id] = (job, continuation)
+                    return false
+                }
+                if goesOn { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.rangeWaiters.removeValue(forKey: id) }
+            waiter?.continuation.resume()
+        }
+    }
+
+    /// Lets go every range waiter that may go on now: called when a job ends.
+    func releaseRangeWaiters() {
+        let effects = state.withLock { state -> [Effect] in
+            guard !state.rangeWaiters.isEmpty else { return [] }
+            var effects: [Effect] = []
+            for (id, waiter) in state.rangeWaiters where state.scheduler.mayContinueRanges(of: waiter.job) {
+                state.rangeWaiters[id] = nil
+                effects.append(.resume(waiter.continuation))
+            }
+            return effects
+        }
+        if !effects.isEmpty { perform(effects) }
+    }
+}
+
 /// Whether a paced job has told the scheduler it is drained: once per attempt.
 final class PacingLatch: Sendable {
     let job: Ticket.ID

@@ -82,6 +82,9 @@ public final class NetworkController: Sendable {
         var exitParticipants: [UInt64: @Sendable () async -> Void] = [:]
         var report: ShutdownReport?
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        /// Delayable downloads waiting to ask for their next byte range while
+        /// urgent work runs (see ``DelayablePacing``), by registration.
+        var rangeWaiters: [UInt64: (job: Ticket.ID, continuation: CheckedContinuation<Void, Never>)] = [:]
         var conditions: ConditionsState
         /// The offline probe loop, while offline.
         var probeTask: Task<Void, Never>?

@@ -289,6 +289,14 @@ struct Scheduler: Sendable {
     /// Whether a running job still holds back other delayable work under pacing.
     func isHeavy(_ job: ID) -> Bool { heavy.contains(job) }
 
+    /// Whether a running delayable job may ask for its download's next byte
+    /// range: no other urgent job runs (see ``DelayablePacing``). A job that is
+    /// no longer delayable, or no longer known, never waits.
+    func mayContinueRanges(of id: ID) -> Bool {
+        guard let job = jobs[id], job.priority <= Self.delayable else { return true }
+        return !running.contains { $0 != id && (jobs[$0]?.priority ?? .low) >= Self.urgent }
+    }
+
     /// Changes how many jobs may run at once. Lowering it stops nothing that runs.
     mutating func setLimit(_ newLimit: Int) -> [Action] {
         limit = max(0, newLimit)

@@ -44,6 +44,8 @@ struct TransferPipeline: Sendable {
     /// reaches its ``ResponseBodySink/fail(_:)`` before this throws.
     ///
     /// - Parameters:
+    ///   - ranges: Fetches a `GET` in byte ranges (see ``DelayablePacing``);
+    ///     the body still arrives as one.
     ///   - onHead: Called once, with the time it arrived, for the head whose
     ///     body is read (not for a redirect's).
     ///   - onProgress: Called for every chunk.
@@ -51,6 +53,7 @@ struct TransferPipeline: Sendable {
         _ request: TransportRequest,
         timeout: Timeout,
         streamingTo chooseSink: SinkChooser? = nil,
+        inRanges ranges: Ranges? = nil,
         cancelOnTimeout: @escaping @Sendable () -> Void,
         onHead: @Sendable (Duration) -> Void = { _ in },
         onProgress: @escaping @Sendable (TransferProgress) -> Void
@@ -59,7 +62,7 @@ struct TransferPipeline: Sendable {
         defer { watch.remove(key) }
         var sink: (any ResponseBodySink)?
         do {
-            let result = try await transfer(request, watching: key, chooseSink: chooseSink, sink: &sink, onHead: onHead, onProgress: onProgress)
+            let result = try await transfer(request, watching: key, chooseSink: chooseSink, ranges: ranges, sink: &sink, onHead: onHead, onProgress: onProgress)
             // The body is complete. A timeout that fired at this very instant
             // either came first (then the job is being cancelled: report the
             // timeout, and nothing is processed) or comes too late to cancel
@@ -96,16 +99,23 @@ struct TransferPipeline: Sendable {
         _ original: TransportRequest,
         watching key: DeadlineWatch.Key,
         chooseSink: SinkChooser?,
+        ranges: Ranges?,
         sink: inout (any ResponseBodySink)?,
         onHead: @Sendable (Duration) -> Void,
         onProgress: @escaping @Sendable (TransferProgress) -> Void
     ) async throws -> Result {
         var request = original
         request.maximumBodySize = maximumBodySize
+        // The first range's last byte, while the request asks for one.
+        var askedEnd: Int64?
+        if let ranges {
+            askedEnd = Int64(max(1, ranges.size())) - 1
+            request.headers["Range"] = "bytes=0-\(askedEnd!)"
+        }
         var redirects = 0
         while true {
             let sent = timebase.now()
-            let head = try await transport.send(request)
+            var head = try await transport.send(request)
             let firstByte = timebase.now()
             watch.touch(key, at: firstByte)
 
@@ -116,6 +126,17 @@ struct TransferPipeline: Sendable {
                 }
                 request = next
                 continue  // Dropping `head.body` here stops that transfer.
+            }
+            if let ranges, let end = askedEnd {
+                switch try firstRange(head, of: request, askedEnd: end, ranges: ranges, watching: key) {
+                case .use(let joined):
+                    head = joined
+                case .askWhole:
+                    head.body.cancel()
+                    request.headers.remove(name: "Range")
+                    askedEnd = nil
+                    continue
+                }
             }
 
             // A compressed body is decoded by some transports (URLSession), so its

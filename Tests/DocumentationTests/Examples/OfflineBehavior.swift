@@ -29,8 +29,6 @@ enum OfflineBehaviorExamples {
                                          timeline: [.bandwidth(100_000, at: .seconds(5))])
         let controller = NetworkController(configuration: .init(transport: simulator, clock: clock))
         // enqueue work, then:
-        try await simulator.run(until: { controller.quality == .poor }) {
-            controller.activity.running == simulator.openTransferCount + controller.activity.backingOff
-        }
+        try await simulator.run(until: { controller.quality == .poor }, settled: simulator.settled(with: controller))
     }
 }

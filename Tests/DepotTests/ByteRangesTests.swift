@@ -1,0 +1,202 @@
+import DemoServer
+@testable import Depot
+import Foundation
+import Synchronization
+import Testing
+
+/// Delayable downloads in byte ranges (``DelayablePacing/rangeBytes``), over
+/// real HTTP on 127.0.0.1 with every transport.
+@Suite(.timeLimit(.minutes(1))) struct ByteRangesTests {
+    static let filler = Data(repeating: UInt8(ascii: "b"), count: 20_000)
+
+    @Test(arguments: TransportKind.allCases)
+    func aDelayableDownloadComesInRangesAndWhole(kind: TransportKind) async throws {
+        try await withServer { server in
+            try await withController(kind.make(), baseURL: server.baseURL) { controller in
+                let response = try await controller.perform(FetchRaw(url: server.url(for: .bytes(20_000)), priority: .low))
+                #expect(response.status == 200)
+                #expect(response.body == Self.filler)
+                #expect(response.headers["Content-Length"] == "20000")
+                #expect(response.headers["Content-Range"] == nil)
+                // 8 KB, 8 KB and the rest, the later ones tied to the first's ETag.
+                #expect(server.requestCount(for: .bytes(20_000)) == 3)
+                let last = try #require(server.lastRequestHeaders(for: .bytes(20_000)))
+                #expect(last["range"] == "bytes=16384-19999")
+                #expect(last["if-range"] == "\"b20000\"")
+            }
+        }
+    }
+
+    @Test(arguments: TransportKind.allCases)
+    func importantWorkAndRangesTurnedOffComeInOneRequest(kind: TransportKind) async throws {
+        try await withServer { server in
+            try await withController(kind.make(), baseURL: server.baseURL) { controller in
+                let response = try await controller.perform(FetchRaw(url: server.url(for: .bytes(20_000)), priority: .normal))
+                #expect(response.body == Self.filler)
+                #expect(server.requestCount(for: .bytes(20_000)) == 1)
+                #expect(server.lastRequestHeaders(for: .bytes(20_000))?["range"] == nil)
+            }
+            try await withController(kind.make(), baseURL: server.baseURL, configure: { $0.delayablePacing = .bandwidthDelay(roundTrips: 2, rangeBytes: nil) }) { controller in
+                let response = try await controller.perform(FetchRaw(url: server.url(for: .bytes(20_000)), priority: .low))
+                #expect(response.body == Self.filler)
+                #expect(server.requestCount(for: .bytes(20_000)) == 2)
+                #expect(server.lastRequestHeaders(for: .bytes(20_000))?["range"] == nil)
+            }
+        }
+    }
+
+    /// A server without ranges answers the first request whole; pieces without
+    /// a validator, and an empty body (416), are asked for again without `Range`.
+    @Test(arguments: [
+        (DemoServer.Fault.bytes(20_000, ranges: .ignored), 20_000, 1),
+        (.bytes(20_000, ranges: .untagged), 20_000, 2),
+        (.bytes(0), 0, 2),
+        (.bytes(5_000), 5_000, 1),
+    ])
+    func serversThatCannotJoinRangesGetOneWholeAnswer(fault: DemoServer.Fault, bytes: Int, requests: Int) async throws {
+        try await withServer { server in
+            try await withController(TransportKind.asyncHTTPClient.make(), baseURL: server.baseURL) { controller in
+                let response = try await controller.perform(FetchRaw(url: server.url(for: fault), priority: .low))
+                #expect(response.status == 200)
+                #expect(response.body == Data(repeating: UInt8(ascii: "b"), count: bytes))
+                #expect(server.requestCount(for: fault) == requests)
+            }
+        }
+    }
+
+    @Test func aResourceThatChangesBetweenRangesFailsTheAttempt() async throws {
+        try await withServer { server in
+            try await withController(TransportKind.asyncHTTPClient.make(), baseURL: server.baseURL, configure: { $0.retryPolicy = .never }) { controller in
+                let error = await DepotError.from { _ = try await controller.perform(FetchRaw(url: server.url(for: .bytes(20_000, ranges: .changing)), priority: .low)) }
+                #expect(error?.code == .connectionLost)
+                #expect(error?.description.contains("the resource changed between byte ranges") == true)
+                #expect(server.requestCount(for: .bytes(20_000)) == 2)
+            }
+        }
+    }
+
+    /// Urgent work that arrives while a delayable download runs goes first:
+    /// the download asks for its next range only once the urgent job ended.
+    @Test func urgentWorkOvertakesADownloadBetweenItsRanges() async throws {
+        let script = RangeScript()
+        try await withController(ScriptedTransport(respond: script.respond), baseURL: URL(string: "http://script.invalid/")!) { controller in
+            let download = Task { try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/big")!, priority: .low)) }
+            await script.next(.range("bytes=0-8191"))
+            let urgent = Task { try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/urgent")!, priority: .high)) }
+            await script.next(.urgent)
+            script.finishFirstRange()
+            // Either the download waits, or (wrongly) it asks for its next range.
+            while controller.activity.pausedBetweenRanges == 0, script.ranges.count < 2 { await Task.yield() }
+            #expect(script.ranges == ["bytes=0-8191"])
+            #expect(controller.activity.pausedBetweenRanges == 1)
+            script.answerUrgent()
+            #expect(try await urgent.value.status == 200)
+            let response = try await download.value
+            #expect(response.body == Self.filler)
+            #expect(script.ranges == ["bytes=0-8191", "bytes=8192-16383", "bytes=16384-19999"])
+            #expect(script.ifRanges == ["\"v\"", "\"v\""])
+            #expect(controller.activity.pausedBetweenRanges == 0)
+        }
+    }
+
+    @Test func aCancelledDownloadStopsWaitingForItsNextRange() async throws {
+        let script = RangeScript()
+        try await withController(ScriptedTransport(respond: script.respond), baseURL: URL(string: "http://script.invalid/")!) { controller in
+            let download = Task { try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/big")!, priority: .low)) }
+            await script.next(.range("bytes=0-8191"))
+            let urgent = Task { try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/urgent")!, priority: .high)) }
+            await script.next(.urgent)
+            script.finishFirstRange()
+            while controller.activity.pausedBetweenRanges == 0, script.ranges.count < 2 { await Task.yield() }
+            #expect(controller.activity.pausedBetweenRanges == 1)
+            download.cancel()
+            let error = await DepotError.from { _ = try await download.value }
+            #expect(error?.code == .cancelled)
+            #expect(controller.activity.pausedBetweenRanges == 0)
+            #expect(script.ranges == ["bytes=0-8191"])
+            script.answerUrgent()
+            _ = try await urgent.value
+        }
+    }
+}
+
+/// A scripted server of one 20,000-byte resource, `/big` (ETag `"v"`), whose
+/// first range's body the test finishes, and of `/urgent`, answered when the
+/// test says so.
+final class RangeScript: Sendable {
+    enum Arrival: Equatable, Sendable {
+        case range(String)
+        case urgent
+    }
+
+    private struct State {
+        var ranges: [String] = []
+        var ifRanges: [String] = []
+        var firstBody: AsyncThrowingStream<Data, any Error>.Continuation?
+        var urgent: CheckedContinuation<Void, Never>?
+        var urgentAnswered = false
+    }
+
+    private let state = Mutex(State())
+    private let arrivals: AsyncStream<Arrival>
+    private let arrived: AsyncStream<Arrival>.Continuation
+
+    init() {
+        (arrivals, arrived) = AsyncStream.makeStream()
+    }
+
+    var ranges: [String] { state.withLock { $0.ranges } }
+    var ifRanges: [String] { state.withLock { $0.ifRanges } }
+
+    /// Waits for the next request and checks it is `expected` (one caller at
+    /// a time: iterators of one stream share its buffer).
+    func next(_ expected: Arrival) async {
+        var iterator = arrivals.makeAsyncIterator()
+        let arrival = await iterator.next()
+        #expect(arrival == expected)
+    }
+
+    func finishFirstRange() {
+        let body = state.withLock { $0.firstBody.take() }
+        body?.yield(Data(repeating: UInt8(ascii: "b"), count: 8192))
+        body?.finish()
+    }
+
+    func answerUrgent() {
+        let waiter = state.withLock { state in
+            state.urgentAnswered = true
+            return state.urgent.take()
+        }
+        waiter?.resume()
+    }
+
+    @Sendable func respond(_ request: TransportRequest) async throws -> TransportResponse {
+        if request.url.path == "/urgent" {
+            arrived.yield(.urgent)
+            await withCheckedContinuation { continuation in
+                let now = state.withLock { state -> Bool in
+                    if state.urgentAnswered { return true }
+                    state.urgent = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+            return TransportResponse(status: 200, headers: ["Content-Length": "2"], body: TransportBody(data: Data("ok".utf8)))
+        }
+        let range = request.headers["Range"] ?? ""
+        state.withLock { state in
+            state.ranges.append(range)
+            if let tag = request.headers["If-Range"] { state.ifRanges.append(tag) }
+        }
+        arrived.yield(.range(range))
+        let bounds = range.dropFirst(6).split(separator: "-").compactMap { Int($0) }
+        let start = bounds[0], end = min(bounds[1], 19_999)
+        let headers: HeaderFields = ["Content-Range": "bytes \(start)-\(end)/20000", "ETag": "\"v\"", "Content-Length": "\(end - start + 1)"]
+        if start == 0 {
+            let (body, continuation) = TransportBody.makeStream()
+            state.withLock { $0.firstBody = continuation }
+            return TransportResponse(status: 206, headers: headers, body: body)
+        }
+        return TransportResponse(status: 206, headers: headers, body: TransportBody(data: Data(repeating: UInt8(ascii: "b"), count: end - start + 1)))
+    }
+}
