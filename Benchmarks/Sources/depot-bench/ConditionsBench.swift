@@ -85,10 +85,7 @@ enum ConditionsBench {
             json.append(document)
             all.append(document)
         }
-        let settled: @Sendable () -> Bool = { [controller, simulator] in
-            let activity = controller.activity
-            return activity.running == simulator.openTransferCount + activity.backingOff
-        }
+        let settled = simulator.settled(with: controller)
         let jsonDone = Locked<Duration?>(nil)
         do {
             try await simulator.run(until: { [json, all] in
