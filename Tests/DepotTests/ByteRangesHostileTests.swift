@@ -83,6 +83,7 @@ import Testing
             return bad.answer(bounds[0], min(bounds[1], 19_999))
         }
         try await withController(transport, configure: { $0.retryPolicy = .never; $0.maximumBodySize = 1 << 20 }) { controller in
+            controller.assumeLinkMeasured()
             let error = await DepotError.from { _ = try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/big")!, priority: .low)) }
             #expect(error?.code == bad.code)
             #expect(error?.description.contains(bad.detail) == true, "\(error?.description ?? "no error")")
@@ -101,7 +102,8 @@ import Testing
     }
 
     @Test func rangesAreTwiceTheBudgetAndAtLeastTheirMinimum() {
-        #expect(DelayablePacing.default.rangeSize(budget: -1) == 8192)
+        #expect(DelayablePacing.default.rangeSize(budget: -1) == nil)
+        #expect(DelayablePacing.default.rangeSize(budget: 0) == 8192)
         #expect(DelayablePacing.default.rangeSize(budget: 1000) == 8192)
         #expect(DelayablePacing.default.rangeSize(budget: 50_000) == 100_000)
         #expect(DelayablePacing.default.rangeSize(budget: .max) == Int.max)

@@ -13,6 +13,7 @@ import Testing
     func aDelayableDownloadComesInRangesAndWhole(kind: TransportKind) async throws {
         try await withServer { server in
             try await withController(kind.make(), baseURL: server.baseURL) { controller in
+                controller.assumeLinkMeasured()
                 let response = try await controller.perform(FetchRaw(url: server.url(for: .bytes(20_000)), priority: .low))
                 #expect(response.status == 200)
                 #expect(response.body == Self.filler)
@@ -31,15 +32,28 @@ import Testing
     func importantWorkAndRangesTurnedOffComeInOneRequest(kind: TransportKind) async throws {
         try await withServer { server in
             try await withController(kind.make(), baseURL: server.baseURL) { controller in
+                controller.assumeLinkMeasured()
                 let response = try await controller.perform(FetchRaw(url: server.url(for: .bytes(20_000)), priority: .normal))
                 #expect(response.body == Self.filler)
                 #expect(server.requestCount(for: .bytes(20_000)) == 1)
                 #expect(server.lastRequestHeaders(for: .bytes(20_000))?["range"] == nil)
             }
             try await withController(kind.make(), baseURL: server.baseURL, configure: { $0.delayablePacing = .bandwidthDelay(roundTrips: 2, rangeBytes: nil) }) { controller in
+                controller.assumeLinkMeasured()
                 let response = try await controller.perform(FetchRaw(url: server.url(for: .bytes(20_000)), priority: .low))
                 #expect(response.body == Self.filler)
                 #expect(server.requestCount(for: .bytes(20_000)) == 2)
+                #expect(server.lastRequestHeaders(for: .bytes(20_000))?["range"] == nil)
+            }
+        }
+    }
+
+    @Test func untilTheLinkIsMeasuredADownloadComesWhole() async throws {
+        try await withServer { server in
+            try await withController(TransportKind.asyncHTTPClient.make(), baseURL: server.baseURL) { controller in
+                let response = try await controller.perform(FetchRaw(url: server.url(for: .bytes(20_000)), priority: .low))
+                #expect(response.body == Self.filler)
+                #expect(server.requestCount(for: .bytes(20_000)) == 1)
                 #expect(server.lastRequestHeaders(for: .bytes(20_000))?["range"] == nil)
             }
         }
@@ -56,6 +70,7 @@ import Testing
     func serversThatCannotJoinRangesGetOneWholeAnswer(fault: DemoServer.Fault, bytes: Int, requests: Int) async throws {
         try await withServer { server in
             try await withController(TransportKind.asyncHTTPClient.make(), baseURL: server.baseURL) { controller in
+                controller.assumeLinkMeasured()
                 let response = try await controller.perform(FetchRaw(url: server.url(for: fault), priority: .low))
                 #expect(response.status == 200)
                 #expect(response.body == Data(repeating: UInt8(ascii: "b"), count: bytes))
@@ -67,6 +82,7 @@ import Testing
     @Test func aResourceThatChangesBetweenRangesFailsTheAttempt() async throws {
         try await withServer { server in
             try await withController(TransportKind.asyncHTTPClient.make(), baseURL: server.baseURL, configure: { $0.retryPolicy = .never }) { controller in
+                controller.assumeLinkMeasured()
                 let error = await DepotError.from { _ = try await controller.perform(FetchRaw(url: server.url(for: .bytes(20_000, ranges: .changing)), priority: .low)) }
                 #expect(error?.code == .connectionLost)
                 #expect(error?.description.contains("the resource changed between byte ranges") == true)
@@ -80,6 +96,7 @@ import Testing
     @Test func urgentWorkOvertakesADownloadBetweenItsRanges() async throws {
         let script = RangeScript()
         try await withController(ScriptedTransport(respond: script.respond), baseURL: URL(string: "http://script.invalid/")!) { controller in
+            controller.assumeLinkMeasured()
             let download = Task { try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/big")!, priority: .low)) }
             await script.next(.range("bytes=0-8191"))
             let urgent = Task { try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/urgent")!, priority: .high)) }
@@ -102,6 +119,7 @@ import Testing
     @Test func aCancelledDownloadStopsWaitingForItsNextRange() async throws {
         let script = RangeScript()
         try await withController(ScriptedTransport(respond: script.respond), baseURL: URL(string: "http://script.invalid/")!) { controller in
+            controller.assumeLinkMeasured()
             let download = Task { try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/big")!, priority: .low)) }
             await script.next(.range("bytes=0-8191"))
             let urgent = Task { try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/urgent")!, priority: .high)) }
@@ -117,6 +135,15 @@ import Testing
             script.answerUrgent()
             _ = try await urgent.value
         }
+    }
+}
+
+extension NetworkController {
+    /// As if the monitor had measured a link with a pacing budget of `bytes`
+    /// (the pacing budget and so the range size are unknown until then, and
+    /// downloads come whole): ranges of ``DelayablePacing/defaultRangeBytes``.
+    func assumeLinkMeasured(budget bytes: Int64 = 0) {
+        pacingBudget.store(bytes, ordering: .relaxed)
     }
 }
 

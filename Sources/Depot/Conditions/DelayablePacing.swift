@@ -27,7 +27,8 @@
 /// each range after the first it waits while urgent work runs. A range is
 /// twice the budget (four bandwidth-delay products by default: a lone
 /// download keeps about 80% of the link across the round trip between
-/// ranges) and at least ``rangeBytes``. The operation sees one `200` response
+/// ranges) and at least ``rangeBytes``; until the monitor has measured the
+/// link, responses come whole. The operation sees one `200` response
 /// with the whole body. A server that ignores `Range` answers the first
 /// request whole, as without ranges; one that answers `206` without an `ETag`
 /// or `Last-Modified`, or with a `Content-Encoding`, is asked again without
@@ -93,10 +94,11 @@ public struct DelayablePacing: Sendable, Hashable {
         return max(minimumBytes, Int64(bytes.rounded(.up)))
     }
 
-    /// The size of a delayable download's next range, given the current budget
-    /// (-1 while unknown): twice the budget, and at least ``rangeBytes``.
+    /// The size of a delayable download's next range, given the current budget:
+    /// twice the budget, and at least ``rangeBytes``; `nil` while the budget is
+    /// unknown (-1), since a range sized blind may be far too small for the link.
     func rangeSize(budget: Int64) -> Int? {
-        guard let rangeBytes, isOn else { return nil }
+        guard let rangeBytes, isOn, budget >= 0 else { return nil }
         let (doubled, overflow) = budget.multipliedReportingOverflow(by: 2)
         return Int(clamping: max(Int64(rangeBytes), overflow ? .max : doubled))
     }

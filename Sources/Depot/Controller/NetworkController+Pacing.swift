@@ -28,12 +28,12 @@ extension NetworkController {
     /// The ranges of a delayable `GET` of `job`, or `nil` when it comes whole.
     func delayableRanges(for request: TransportRequest, priority: Priority, job: Ticket.ID) -> TransferPipeline.Ranges? {
         let pacing = configuration.delayablePacing
-        guard pacing.rangeSize(budget: -1) != nil, priority <= Scheduler.delayable,
-              request.method == .get, request.body == nil, !request.headers.contains("Range")
+        guard priority <= Scheduler.delayable, request.method == .get, request.body == nil, !request.headers.contains("Range"),
+              let first = pacing.rangeSize(budget: pacingBudget.load(ordering: .relaxed))
         else { return nil }
         return TransferPipeline.Ranges(
             size: { [weak self] in
-                pacing.rangeSize(budget: self?.pacingBudget.load(ordering: .relaxed) ?? -1) ?? Int.max
+                pacing.rangeSize(budget: self?.pacingBudget.load(ordering: .relaxed) ?? -1) ?? first
             },
             mayContinue: { [weak self] in await self?.waitToContinueRanges(of: job) }
         )
