@@ -136,6 +136,33 @@ import Testing
             _ = try await urgent.value
         }
     }
+
+    /// An urgent request for the same resource joins a paused download and
+    /// promotes it: it is no longer delayable, so it stops waiting for the
+    /// other urgent job at once.
+    @Test func aPromotedDownloadStopsWaitingForItsNextRange() async throws {
+        let script = RangeScript()
+        let big = URL(string: "http://script.invalid/big")!
+        try await withController(ScriptedTransport(respond: script.respond), baseURL: URL(string: "http://script.invalid/")!) { controller in
+            let download = Task { try await controller.perform(FetchRaw(url: big, priority: .low)) }
+            await script.next(.range("bytes=0-8191"))
+            let urgent = Task { try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/urgent")!, priority: .high)) }
+            await script.next(.urgent)
+            script.finishFirstRange()
+            while controller.activity.pausedBetweenRanges == 0, script.ranges.count < 2 { await Task.yield() }
+            #expect(controller.activity.pausedBetweenRanges == 1)
+            // The same resource, now wanted urgently: the ticket joins the running job.
+            controller.enqueue(FetchRaw(url: big, priority: .high))
+            let released = controller.activity.pausedBetweenRanges == 0
+            #expect(released, "the promoted download still waits for the urgent job")
+            if !released { script.answerUrgent() }
+            let response = try await download.value
+            #expect(response.body == Self.filler)
+            #expect(script.ranges == ["bytes=0-8191", "bytes=8192-16383", "bytes=16384-19999"])
+            script.answerUrgent()
+            _ = try await urgent.value
+        }
+    }
 }
 
 extension NetworkController {

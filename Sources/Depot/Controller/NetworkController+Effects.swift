@@ -73,6 +73,12 @@ extension NetworkController {
                     guard let record = state.records[waiter] else { continue }
                     effects.append(emit(record.ticket, .promoted(from: from, to: to), at: now))
                 }
+                // No longer delayable: a download paused between byte ranges goes on now,
+                // not when the urgent job it waited for ends.
+                for (id, waiter) in state.rangeWaiters where waiter.job == job && state.scheduler.mayContinueRanges(of: job) {
+                    state.rangeWaiters[id] = nil
+                    effects.append(.resume(waiter.continuation))
+                }
             }
         }
         if state.isIdle && !state.idleWaiters.isEmpty {
