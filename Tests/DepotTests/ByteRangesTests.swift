@@ -163,6 +163,30 @@ import Testing
             _ = try await urgent.value
         }
     }
+
+    /// A budget that grows past what a range may add to its start (a huge
+    /// `minimumBytes`, known only once the link was measured) asks for the
+    /// rest, and does not overflow.
+    @Test func aHugeBudgetDuringADownloadAsksForTheRest() async throws {
+        let controllerBox = Mutex<NetworkController?>(nil)
+        let ranges = Mutex<[String]>([])
+        let transport = ScriptedTransport { request in
+            let range = request.headers["Range"] ?? ""
+            ranges.withLock { $0.append(range) }
+            // The link is measured while the first range arrives: the budget is now the minimum.
+            controllerBox.withLock { $0 }?.pacingBudget.store(.max, ordering: .relaxed)
+            let bounds = range.dropFirst(6).split(separator: "-").compactMap { Int($0) }
+            let start = bounds[0], end = min(bounds[1], 19_999)
+            let headers: HeaderFields = ["Content-Range": "bytes \(start)-\(end)/20000", "ETag": "\"v\"", "Content-Length": "\(end - start + 1)"]
+            return TransportResponse(status: 206, headers: headers, body: TransportBody(data: Data(repeating: UInt8(ascii: "b"), count: end - start + 1)))
+        }
+        try await withController(transport, configure: { $0.delayablePacing = .bandwidthDelay(roundTrips: 2, minimumBytes: .max) }) { controller in
+            controllerBox.withLock { $0 = controller }
+            let response = try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/big")!, priority: .low))
+            #expect(response.body == Self.filler)
+            #expect(ranges.withLock { $0 } == ["bytes=0-8191", "bytes=8192-19999"])
+        }
+    }
 }
 
 extension NetworkController {

@@ -171,7 +171,9 @@ final class RangedBody: @unchecked Sendable {
     /// Asks for the range that starts at `start`, and checks its head.
     private func ask(from start: Int64) async throws {
         guard let validator else { throw DepotError(.transport, detail: "no validator to ask for byte \(start) with") }
-        let end = min(range.total, start + Int64(max(1, ranges.size()))) - 1
+        // A size past what is left asks for the rest (`start + size` could overflow).
+        let size = Int64(max(1, ranges.size()))
+        let end = size >= range.total - start ? range.total - 1 : start + size - 1
         var next = request
         next.headers["Range"] = "bytes=\(start)-\(end)"
         next.headers["If-Range"] = validator
