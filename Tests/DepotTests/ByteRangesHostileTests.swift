@@ -1,5 +1,6 @@
 @testable import Depot
 import Foundation
+import Synchronization
 import Testing
 
 /// What a hostile or broken server may answer to a range request: each
@@ -89,6 +90,39 @@ import Testing
             #expect(error?.description.contains(bad.detail) == true, "\(error?.description ?? "no error")")
             // Text from the network reaches the error only as the sanitised excerpt.
             #expect(error?.description.contains("\u{1B}") == false)
+        }
+    }
+
+    /// A resource dated by `Last-Modified` alone, rewritten within the second
+    /// of that date: the first piece is of the old bytes (`a`), later ones and
+    /// the whole body of the new (`c`), as a server that compares `If-Range`
+    /// dates answers. Each case: the piece's `Date`, and whether the pieces may be joined.
+    @Test(arguments: [
+        ("Wed, 21 Oct 2015 07:28:00 GMT", false),
+        ("Wed, 21 Oct 2015 07:28:01 GMT", true),
+        (nil, false),
+    ] as [(String?, Bool)])
+    func aLastModifiedDateIsAValidatorOnlyOnceASecondOld(date: String?, joins: Bool) async throws {
+        let modified = "Wed, 21 Oct 2015 07:28:00 GMT"
+        let asked = Mutex<[String]>([])
+        let transport = ScriptedTransport { request in
+            let range = request.headers["Range"] ?? ""
+            asked.withLock { $0.append(range) }
+            var headers: HeaderFields = ["Last-Modified": modified]
+            if let date { headers["Date"] = date }
+            let bounds = range.dropFirst(6).split(separator: "-").compactMap { Int($0) }
+            guard bounds.count == 2 else { return TransportResponse(status: 200, headers: headers, body: TransportBody(data: Data(repeating: 0x63, count: 20_000))) }
+            let start = bounds[0], end = min(bounds[1], 19_999)
+            headers["Content-Range"] = "bytes \(start)-\(end)/20000"
+            let byte: UInt8 = joins || start > 0 ? 0x63 : 0x61
+            return TransportResponse(status: 206, headers: headers, body: TransportBody(data: Data(repeating: byte, count: end - start + 1)))
+        }
+        try await withController(transport, configure: { $0.retryPolicy = .never }) { controller in
+            let response = try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/big")!, priority: .low))
+            let oneRepresentation = response.body == Data(repeating: 0x63, count: 20_000)
+            #expect(oneRepresentation, "a body joined from two representations")
+            let expected = joins ? ["bytes=0-8191", "bytes=8192-16383", "bytes=16384-19999"] : ["bytes=0-8191", ""]
+            #expect(asked.withLock { $0 } == expected)
         }
     }
 

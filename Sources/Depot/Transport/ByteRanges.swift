@@ -49,12 +49,20 @@ extension TransferPipeline {
         return .use(whole)
     }
 
-    /// A strong `ETag`, else `Last-Modified`: what `If-Range` may carry.
+    /// A strong `ETag`, else a strong `Last-Modified`: what `If-Range` may carry.
+    ///
+    /// A date is strong only when the response's `Date` is at least a second
+    /// later (RFC 9110 §8.8.2.2, §13.1.5): a representation changed within
+    /// that second keeps its `Last-Modified`, and `If-Range` could not tell.
     static func validator(of head: TransportResponse) -> String? {
         if let tag = head.headers["ETag"]?.trimmingCharacters(in: .whitespaces), tag.hasPrefix("\""), tag.count >= 2, tag.hasSuffix("\"") {
             return tag
         }
-        return head.headers["Last-Modified"]?.trimmingCharacters(in: .whitespaces).nilIfEmpty
+        guard let modified = head.headers["Last-Modified"]?.trimmingCharacters(in: .whitespaces), let modifiedAt = RetryAfter.httpDate(modified),
+              let date = head.headers["Date"].flatMap({ RetryAfter.httpDate($0.trimmingCharacters(in: .whitespaces)) }),
+              date.timeIntervalSince(modifiedAt) >= 1
+        else { return nil }
+        return modified
     }
 }
 
@@ -206,8 +214,4 @@ final class RangedBody: @unchecked Sendable {
         range = answered
         received = 0
     }
-}
-
-extension String {
-    fileprivate var nilIfEmpty: String? { isEmpty ? nil : self }
 }
