@@ -22,7 +22,7 @@ enum ByteRanges {
         guard let (first, last) = bounds(of: asked, length: length) else {
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: body))
         }
-        guard first < length, first <= last else {
+        guard first < length else {
             headers[.contentRange] = "bytes */\(length)"
             return Response(status: .rangeNotSatisfiable, headers: headers)
         }
@@ -46,7 +46,8 @@ enum ByteRanges {
         }
         guard let first = Int(from), first >= 0 else { return nil }
         if to.isEmpty { return (first, Int.max) }
-        guard let last = Int(to), last >= 0 else { return nil }
+        // A last byte before the first makes the field invalid: ignored, as RFC 9110 §14.1.1 says.
+        guard let last = Int(to), last >= first else { return nil }
         return (first, last)
     }
 }

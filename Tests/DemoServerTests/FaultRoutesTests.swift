@@ -26,6 +26,31 @@ import Testing
         }
     }
 
+    /// `/faults/bytes` answers one byte range as RFC 9110 says, over real HTTP.
+    @Test(arguments: [
+        // Range, If-Range → status, body bytes, Content-Range.
+        ("bytes=0-99", nil, 206, 100, "bytes 0-99/1000"),
+        ("bytes=900-", nil, 206, 100, "bytes 900-999/1000"),
+        ("bytes=-10", nil, 206, 10, "bytes 990-999/1000"),
+        ("bytes=990-5000", "\"b1000\"", 206, 10, "bytes 990-999/1000"),
+        ("bytes=0-99", "\"other\"", 200, 1000, nil),
+        ("bytes=1000-1001", nil, 416, 0, "bytes */1000"),
+        ("bytes=5-3", nil, 200, 1000, nil),
+        ("bytes=0-1,5-6", nil, 200, 1000, nil),
+        ("items=0-1", nil, 200, 1000, nil),
+    ] as [(String, String?, Int, Int, String?)])
+    func bytesAnswerOneByteRange(range: String, ifRange: String?, status: Int, bytes: Int, contentRange: String?) async throws {
+        try await DemoServer.withRunning { server in
+            var headers = ["Range": range]
+            if let ifRange { headers["If-Range"] = ifRange }
+            let response = try await get(server.url(for: .bytes(1000)), headers: headers)
+            #expect(response.status == status)
+            #expect(response.body.utf8.count == bytes)
+            #expect(response.headers["content-range"] == contentRange)
+            #expect(response.headers["etag"] == "\"b1000\"")
+        }
+    }
+
     @Test func retryAfterInSecondsAndAsADate() async throws {
         try await DemoServer.withRunning(.init(epoch: Date(timeIntervalSince1970: 1_767_225_600), clock: ManualClock())) { server in
             let seconds = try await get(server.url(for: .retryAfter(seconds: 7)))

@@ -59,6 +59,13 @@ import Testing
         second("another ETag", .connectionLost, "the resource changed between byte ranges") { start, end in
             part(start, end) { $0["ETag"] = "\"w\"" }
         },
+        Case(name: "another Last-Modified, If-Range ignored", code: .connectionLost, detail: "the resource changed between byte ranges") { start, end in
+            part(start, end) { headers in
+                headers["ETag"] = nil
+                headers["Date"] = "Wed, 21 Oct 2015 07:29:00 GMT"
+                headers["Last-Modified"] = start == 0 ? "Wed, 21 Oct 2015 07:28:00 GMT" : "Wed, 21 Oct 2015 07:28:30 GMT"
+            }
+        },
         second("a server error", .connectionLost, "byte range 8192-16383 answered 503") { _, _ in
             TransportResponse(status: 503, body: .empty)
         },
@@ -118,6 +125,7 @@ import Testing
             return TransportResponse(status: 206, headers: headers, body: TransportBody(data: Data(repeating: byte, count: end - start + 1)))
         }
         try await withController(transport, configure: { $0.retryPolicy = .never }) { controller in
+            controller.assumeLinkMeasured()
             let response = try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/big")!, priority: .low))
             let oneRepresentation = response.body == Data(repeating: 0x63, count: 20_000)
             #expect(oneRepresentation, "a body joined from two representations")
@@ -144,5 +152,7 @@ import Testing
         #expect(DelayablePacing.off.rangeSize(budget: 50_000) == nil)
         #expect(DelayablePacing.bandwidthDelay(roundTrips: 2, rangeBytes: nil).rangeSize(budget: 50_000) == nil)
         #expect(DelayablePacing.bandwidthDelay(roundTrips: 2, rangeBytes: 10).rangeBytes == 1024)
+        // A budget past Int64 is no limit, not a trap.
+        #expect(DelayablePacing.bandwidthDelay(roundTrips: 1e30).budget(bandwidth: 1e9, minimumRTT: .seconds(1)) == .max)
     }
 }

@@ -135,6 +135,21 @@ struct ControllerConditionsTests {
         #expect(ranged.total <= fifo.total * 1.05, "ranged total \(ranged.total), FIFO \(fifo.total)")
     }
 
+    /// Between a ranged download's ranges the link waits a round trip for the
+    /// next head: that time is not counted as busy, so the monitor reads the
+    /// link's speed (counting it read about 80% here, and less as the smaller
+    /// estimate shrank the ranges).
+    @Test func rangedDownloadsStillMeasureTheWholeLink() async throws {
+        let harness = Harness(
+            link: .init(bandwidth: 1_000_000, rtt: .milliseconds(100)),
+            routes: [.init(path: "/image/*", bytes: 200_000, headers: ["ETag": "\"i\""])])
+        let images = (0..<8).map { harness.controller.enqueue(SimGet(path: "image/\($0)", priority: .low, category: .images)) }
+        try await harness.run(until: { images.allSatisfy(\.isFinished) })
+        #expect(harness.simulator.records.count > 2 * images.count, "the later images came in ranges")
+        let bandwidth = try #require(harness.controller.connectionEstimate.bandwidth)
+        #expect(bandwidth >= 900_000, "the monitor read \(Int(bandwidth)) bit/s of a 1 Mbit/s link")
+    }
+
     // MARK: (b) Adaptation
 
     /// 20 Mbit/s, then 100 kbit/s from t = 5 s, then 20 Mbit/s again from t = 200 s.

@@ -91,7 +91,8 @@ public struct DelayablePacing: Sendable, Hashable {
         let rtt = Double(minimumRTT.components.seconds) + Double(minimumRTT.components.attoseconds) / 1e18
         let bytes = bandwidth / 8 * rtt * roundTrips
         guard bytes.isFinite else { return nil }
-        return max(minimumBytes, Int64(bytes.rounded(.up)))
+        // A budget past Int64 (a huge `roundTrips`) is no limit, not a trap.
+        return max(minimumBytes, bytes >= 0x1p63 ? .max : Int64(bytes.rounded(.up)))
     }
 
     /// The size of a delayable download's next range, given the current budget:

@@ -179,7 +179,7 @@ extension NetworkController {
             ticket: environment.job, attempt: attempt, now: context.now, logger: logger, values: configuration.contextValues, operationName: name, requestURL: transportRequest.url))
         let transfer: TransferPipeline.Result
         do {
-            let ranges = delayableRanges(for: transportRequest, priority: operation.priority, job: environment.job)
+            let ranges = delayableRanges(for: transportRequest, priority: operation.priority, job: environment.job, meter: meter)
             transfer = try await pipeline.run(transportRequest, timeout: operation.timeout.capped(at: configuration.longestTransfer), streamingTo: chooseSink, inRanges: ranges, cancelOnTimeout: environment.cancel, onHead: meter.begin) { [weak self] progress in
                 meter.record(progress.received)
                 if let pacing { self?.notePacing(pacing, progress) }
@@ -323,6 +323,8 @@ final class LinkMeter: Sendable {
         var received: Int64 = 0
         var began = false
         var ended = false
+        /// Between two byte ranges: no body is on its way for this transfer.
+        var paused = false
     }
 
     private let link: Counter
@@ -343,6 +345,29 @@ final class LinkMeter: Sendable {
         if first { link.begin(at: time) }
     }
 
+    /// A byte range ended and the next is not asked for yet (see
+    /// ``DelayablePacing``): the round trip until its head, and any wait for
+    /// urgent work, do not keep the link busy. Counting them read a lone ranged
+    /// download's link at about 75% of its speed, and shrank its ranges with it.
+    @Sendable func pause() {
+        let pauses = state.withLock { state -> Bool in
+            guard state.began, !state.ended, !state.paused else { return false }
+            state.paused = true
+            return true
+        }
+        if pauses { _ = link.end(at: now()) }
+    }
+
+    /// The next byte range's head arrived: the link is busy again.
+    @Sendable func resume() {
+        let resumes = state.withLock { state -> Bool in
+            guard state.paused, !state.ended else { return false }
+            state.paused = false
+            return true
+        }
+        if resumes { link.begin(at: now()) }
+    }
+
     /// A chunk arrived; `received` is this transfer's running total.
     func record(_ received: Int64) {
         let delta = state.withLock { state -> Int64 in
@@ -353,11 +378,11 @@ final class LinkMeter: Sendable {
         link.add(delta)
     }
 
-    /// Marks the transfer ended; whether it had begun (and so must end on the link).
+    /// Marks the transfer ended; whether it was busy on the link (and so must end there).
     private func markEnded() -> Bool {
         state.withLock { state -> Bool in
             defer { state.ended = true }
-            return state.began && !state.ended
+            return state.began && !state.ended && !state.paused
         }
     }
 

@@ -26,7 +26,7 @@ extension NetworkController {
 /// for its next range only while no urgent work runs.
 extension NetworkController {
     /// The ranges of a delayable `GET` of `job`, or `nil` when it comes whole.
-    func delayableRanges(for request: TransportRequest, priority: Priority, job: Ticket.ID) -> TransferPipeline.Ranges? {
+    func delayableRanges(for request: TransportRequest, priority: Priority, job: Ticket.ID, meter: LinkMeter) -> TransferPipeline.Ranges? {
         let pacing = configuration.delayablePacing
         guard priority <= Scheduler.delayable, request.method == .get, request.body == nil, !request.headers.contains("Range"),
               let first = pacing.rangeSize(budget: pacingBudget.load(ordering: .relaxed))
@@ -35,7 +35,9 @@ extension NetworkController {
             size: { [weak self] in
                 pacing.rangeSize(budget: self?.pacingBudget.load(ordering: .relaxed) ?? -1) ?? first
             },
-            mayContinue: { [weak self] in await self?.waitToContinueRanges(of: job) }
+            mayContinue: { [weak self] in await self?.waitToContinueRanges(of: job) },
+            partEnded: meter.pause,
+            partBegan: meter.resume
         )
     }
 

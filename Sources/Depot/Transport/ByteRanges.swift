@@ -12,6 +12,10 @@ extension TransferPipeline {
         let size: @Sendable () -> Int
         /// Returns when the next range may be asked for.
         let mayContinue: @Sendable () async -> Void
+        /// A range's last byte arrived, and the next is yet to be asked for.
+        var partEnded: @Sendable () -> Void = {}
+        /// The next range's head arrived.
+        var partBegan: @Sendable () -> Void = {}
     }
 
     /// What the answer to a first range request means.
@@ -162,11 +166,14 @@ final class RangedBody: @unchecked Sendable {
                 if chunk.startIndex != 0 { chunk = Data(chunk) }
                 return chunk
             }
+            // A cancelled consumer sees the part end early: that is the cancellation, not a truncation.
+            try Task.checkCancellation()
             if received < range.count {
                 throw DepotError(.connectionLost, status: 206, detail: "range \(range.start)-\(range.end) truncated after \(received) of \(range.count) bytes")
             }
             let start = range.end + 1
             guard start < range.total else { return nil }
+            ranges.partEnded()
             // Waiting for urgent work is not the network being idle.
             watch.pause(key)
             await ranges.mayContinue()
@@ -187,6 +194,7 @@ final class RangedBody: @unchecked Sendable {
         next.headers["If-Range"] = validator
         let head = try await transport.send(next)
         watch.touch(key)
+        ranges.partBegan()
         guard head.status == 206 else {
             // 200: If-Range found the representation changed, and the server sent the new one whole.
             let why = head.status == 200 ? "the resource changed between byte ranges" : "byte range \(start)-\(end) answered \(head.status)"
@@ -201,7 +209,8 @@ final class RangedBody: @unchecked Sendable {
             throw error
         }
         let encoded = head.headers["Content-Encoding"].map { $0.lowercased() != "identity" } ?? false
-        let sameTag = !validator.hasPrefix("\"") || head.headers["ETag"].map { $0.trimmingCharacters(in: .whitespaces) == validator } ?? true
+        // If-Range already asked the server; a server that ignores it is caught here too.
+        let sameTag = head.headers[validator.hasPrefix("\"") ? "ETag" : "Last-Modified"].map { $0.trimmingCharacters(in: .whitespaces) == validator } ?? true
         guard answered.total == range.total, sameTag else {
             head.body.cancel()
             throw DepotError(.connectionLost, status: 206, detail: "the resource changed between byte ranges")
