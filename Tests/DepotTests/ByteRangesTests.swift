@@ -96,14 +96,7 @@ import Testing
     @Test func urgentWorkOvertakesADownloadBetweenItsRanges() async throws {
         let script = RangeScript()
         try await withController(ScriptedTransport(respond: script.respond), baseURL: URL(string: "http://script.invalid/")!) { controller in
-            controller.assumeLinkMeasured()
-            let download = Task { try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/big")!, priority: .low)) }
-            await script.next(.range("bytes=0-8191"))
-            let urgent = Task { try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/urgent")!, priority: .high)) }
-            await script.next(.urgent)
-            script.finishFirstRange()
-            // Either the download waits, or (wrongly) it asks for its next range.
-            while controller.activity.pausedBetweenRanges == 0, script.ranges.count < 2 { await Task.yield() }
+            let (download, urgent) = await script.pauseADownloadBehindUrgentWork(controller)
             #expect(script.ranges == ["bytes=0-8191"])
             #expect(controller.activity.pausedBetweenRanges == 1)
             script.answerUrgent()
@@ -119,13 +112,7 @@ import Testing
     @Test func aCancelledDownloadStopsWaitingForItsNextRange() async throws {
         let script = RangeScript()
         try await withController(ScriptedTransport(respond: script.respond), baseURL: URL(string: "http://script.invalid/")!) { controller in
-            controller.assumeLinkMeasured()
-            let download = Task { try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/big")!, priority: .low)) }
-            await script.next(.range("bytes=0-8191"))
-            let urgent = Task { try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/urgent")!, priority: .high)) }
-            await script.next(.urgent)
-            script.finishFirstRange()
-            while controller.activity.pausedBetweenRanges == 0, script.ranges.count < 2 { await Task.yield() }
+            let (download, urgent) = await script.pauseADownloadBehindUrgentWork(controller)
             #expect(controller.activity.pausedBetweenRanges == 1)
             download.cancel()
             let error = await DepotError.from { _ = try await download.value }
@@ -142,15 +129,9 @@ import Testing
     /// other urgent job at once.
     @Test func aPromotedDownloadStopsWaitingForItsNextRange() async throws {
         let script = RangeScript()
-        let big = URL(string: "http://script.invalid/big")!
+        let big = RangeScript.big
         try await withController(ScriptedTransport(respond: script.respond), baseURL: URL(string: "http://script.invalid/")!) { controller in
-            controller.assumeLinkMeasured()
-            let download = Task { try await controller.perform(FetchRaw(url: big, priority: .low)) }
-            await script.next(.range("bytes=0-8191"))
-            let urgent = Task { try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/urgent")!, priority: .high)) }
-            await script.next(.urgent)
-            script.finishFirstRange()
-            while controller.activity.pausedBetweenRanges == 0, script.ranges.count < 2 { await Task.yield() }
+            let (download, urgent) = await script.pauseADownloadBehindUrgentWork(controller)
             #expect(controller.activity.pausedBetweenRanges == 1)
             // The same resource, now wanted urgently: the ticket joins the running job.
             controller.enqueue(FetchRaw(url: big, priority: .high))
@@ -184,7 +165,7 @@ import Testing
         try await withController(transport, configure: { $0.delayablePacing = .bandwidthDelay(roundTrips: 2, minimumBytes: .max) }) { controller in
             controllerBox.withLock { $0 = controller }
             controller.assumeLinkMeasured()
-            let response = try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/big")!, priority: .low))
+            let response = try await controller.perform(FetchRaw(url: RangeScript.big, priority: .low))
             #expect(response.body == Self.filler)
             #expect(ranges.withLock { $0 } == ["bytes=0-8191", "bytes=8192-19999"])
         }
@@ -225,7 +206,24 @@ final class RangeScript: Sendable {
         (arrivals, arrived) = AsyncStream.makeStream()
     }
 
+    static let big = URL(string: "http://script.invalid/big")!
+    static let urgent = URL(string: "http://script.invalid/urgent")!
+
     var ranges: [String] { state.withLock { $0.ranges } }
+
+    /// Starts a delayable download of `/big` on a measured link, then urgent
+    /// work, ends the download's first range, and returns once the download
+    /// waits for the urgent work, or (wrongly) asks for its next range.
+    func pauseADownloadBehindUrgentWork(_ controller: NetworkController) async -> (download: Task<NetworkResponse, any Error>, urgent: Task<NetworkResponse, any Error>) {
+        controller.assumeLinkMeasured()
+        let download = Task { try await controller.perform(FetchRaw(url: Self.big, priority: .low)) }
+        await next(.range("bytes=0-8191"))
+        let urgent = Task { try await controller.perform(FetchRaw(url: Self.urgent, priority: .high)) }
+        await next(.urgent)
+        finishFirstRange()
+        while controller.activity.pausedBetweenRanges == 0, ranges.count < 2 { await Task.yield() }
+        return (download, urgent)
+    }
     var ifRanges: [String] { state.withLock { $0.ifRanges } }
 
     /// Waits for the next request and checks it is `expected` (one caller at
