@@ -40,8 +40,9 @@ extension TransferPipeline {
         whole.status = 200
         whole.headers.remove(name: "Content-Range")
         whole.headers["Content-Length"] = String(range.total)
-        // Pieces are joined only as they are on the wire, and only if they are
-        // certainly of one representation; a range that is the whole body needs neither.
+        // Pieces are joined only as they are on the wire (a transport may decode
+        // a Content-Encoding), and only if they are certainly of one
+        // representation; a range that is the whole body needs no validator.
         let validator = Self.validator(of: head)
         guard !encoded, validator != nil || range.end + 1 == range.total else { return .askWhole }
         // The whole body too goes through a ranged body, which holds it to its Content-Range.
