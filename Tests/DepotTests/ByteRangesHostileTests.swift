@@ -144,7 +144,12 @@ import Testing
     }
 
     @Test func rangesAreTwiceTheBudgetAndAtLeastTheirMinimum() {
-        #expect(DelayablePacing.default.rangeSize(budget: -1) == nil)
+        // Before the link is measured: 8 KB, then twice the previous range.
+        #expect(DelayablePacing.default.rangeSize(budget: -1) == 8192)
+        #expect(DelayablePacing.default.rangeSize(budget: -1, previous: 8192) == 16_384)
+        #expect(DelayablePacing.default.rangeSize(budget: -1, previous: 1000) == 8192)
+        #expect(DelayablePacing.default.rangeSize(budget: -1, previous: .max) == .max)
+        #expect(DelayablePacing.default.rangeSize(budget: 1000, previous: 65_536) == 8192)
         #expect(DelayablePacing.default.rangeSize(budget: 0) == 8192)
         #expect(DelayablePacing.default.rangeSize(budget: 1000) == 8192)
         #expect(DelayablePacing.default.rangeSize(budget: 50_000) == 100_000)

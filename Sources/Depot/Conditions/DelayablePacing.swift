@@ -28,7 +28,8 @@
 /// twice the budget (four bandwidth-delay products by default: a lone
 /// download keeps about 80% of the link across the round trip between
 /// ranges) and at least ``rangeBytes``; until the monitor has measured the
-/// link, responses come whole. The operation sees one `200` response
+/// link, a download's first range is ``rangeBytes`` and each next one twice
+/// the one before. The operation sees one `200` response
 /// with the whole body. A server that ignores `Range` answers the first
 /// request whole, as without ranges; one that answers `206` without an `ETag`
 /// or `Last-Modified`, or with a `Content-Encoding`, is asked again without
@@ -95,11 +96,20 @@ public struct DelayablePacing: Sendable, Hashable {
         return max(minimumBytes, bytes >= 0x1p63 ? .max : Int64(bytes.rounded(.up)))
     }
 
-    /// The size of a delayable download's next range, given the current budget:
-    /// twice the budget, and at least ``rangeBytes``; `nil` while the budget is
-    /// unknown (-1), since a range sized blind may be far too small for the link.
-    func rangeSize(budget: Int64) -> Int? {
-        guard let rangeBytes, isOn, budget >= 0 else { return nil }
+    /// The size of a delayable download's next range, given the current budget
+    /// and the download's previous range (`nil` for its first): twice the
+    /// budget, and at least ``rangeBytes``. While the budget is unknown (-1),
+    /// ``rangeBytes`` for the first range and twice the previous one after it,
+    /// as TCP's slow start grows its window: a fast link is not held to small
+    /// ranges, and a slow one is not sent a whole body before it is measured.
+    /// `nil` when downloads come whole.
+    func rangeSize(budget: Int64, previous: Int? = nil) -> Int? {
+        guard let rangeBytes, isOn else { return nil }
+        guard budget >= 0 else {
+            guard let previous else { return rangeBytes }
+            let (doubled, overflow) = previous.multipliedReportingOverflow(by: 2)
+            return overflow ? .max : max(rangeBytes, doubled)
+        }
         let (doubled, overflow) = budget.multipliedReportingOverflow(by: 2)
         return Int(clamping: max(Int64(rangeBytes), overflow ? .max : doubled))
     }

@@ -29,11 +29,11 @@ extension NetworkController {
     func delayableRanges(for request: TransportRequest, priority: Priority, job: Ticket.ID, meter: LinkMeter) -> TransferPipeline.Ranges? {
         let pacing = configuration.delayablePacing
         guard priority <= Scheduler.delayable, request.method == .get, request.body == nil, !request.headers.contains("Range"),
-              let first = pacing.rangeSize(budget: pacingBudget.load(ordering: .relaxed))
+              let first = pacing.rangeBytes, pacing.isOn
         else { return nil }
         return TransferPipeline.Ranges(
-            size: { [weak self] in
-                pacing.rangeSize(budget: self?.pacingBudget.load(ordering: .relaxed) ?? -1) ?? first
+            size: { [weak self] previous in
+                pacing.rangeSize(budget: self?.pacingBudget.load(ordering: .relaxed) ?? -1, previous: previous) ?? first
             },
             mayContinue: { [weak self] in await self?.waitToContinueRanges(of: job) },
             partEnded: meter.pause,

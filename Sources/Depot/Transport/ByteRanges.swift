@@ -8,8 +8,9 @@ extension TransferPipeline {
     /// How a download is split: the size of each next range, and what to
     /// await before asking for it.
     struct Ranges: Sendable {
-        /// The next range's size in bytes (at least 1).
-        let size: @Sendable () -> Int
+        /// The next range's size in bytes (at least 1), given the size of the
+        /// one before it (`nil` for the first).
+        let size: @Sendable (_ previous: Int?) -> Int
         /// Returns when the next range may be asked for.
         let mayContinue: @Sendable () async -> Void
         /// A range's last byte arrived, and the next is yet to be asked for.
@@ -188,7 +189,7 @@ final class RangedBody: @unchecked Sendable {
     private func ask(from start: Int64) async throws {
         guard let validator else { throw DepotError(.transport, detail: "no validator to ask for byte \(start) with") }
         // A size past what is left asks for the rest (`start + size` could overflow).
-        let size = Int64(max(1, ranges.size()))
+        let size = Int64(max(1, ranges.size(Int(clamping: range.count))))
         let end = size >= range.total - start ? range.total - 1 : start + size - 1
         var next = request
         next.headers["Range"] = "bytes=\(start)-\(end)"

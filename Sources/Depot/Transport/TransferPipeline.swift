@@ -109,7 +109,7 @@ struct TransferPipeline: Sendable {
         // The first range's last byte, while the request asks for one.
         var askedEnd: Int64?
         if let ranges {
-            askedEnd = Int64(max(1, ranges.size())) - 1
+            askedEnd = Int64(max(1, ranges.size(nil))) - 1
             request.headers["Range"] = "bytes=0-\(askedEnd!)"
         }
         var redirects = 0
