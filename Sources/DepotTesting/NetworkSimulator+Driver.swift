@@ -121,8 +121,9 @@ extension NetworkSimulator {
 extension NetworkSimulator {
     /// The `settled` predicate for a controller that uses this simulator: time
     /// may move when every running job either waits on a simulated transfer,
-    /// sleeps before a retry, or waits between byte ranges for urgent work. A job that is parsing, writing its cache or
-    /// delivering its result keeps time still.
+    /// sleeps before a retry, or waits between byte ranges for urgent work.
+    /// A job that is parsing, writing its cache or delivering its result
+    /// keeps time still.
     ///
     /// For example:
     ///
