@@ -36,7 +36,7 @@ extension TransferPipeline {
         if range.total > Int64(maximumBodySize) {
             throw DepotError(.tooLarge, status: 206, detail: "Content-Range total \(range.total) over the limit of \(maximumBodySize) bytes")
         }
-        let encoded = head.headers["Content-Encoding"].map { $0.lowercased() != "identity" } ?? false
+        let encoded = head.isEncoded
         var whole = head
         whole.status = 200
         whole.headers.remove(name: "Content-Range")
@@ -129,9 +129,15 @@ struct ContentRange: Equatable {
 /// ``TransferPipeline/Ranges/mayContinue`` returned, with `If-Range` so that
 /// a changed representation is not joined to the old one.
 ///
-/// `@unchecked Sendable` is sound: one iterator pulls at a time (the
-/// contract of ``TransportBody/init(unfolding:)``), and every mutable
-/// property is touched only inside `next()`.
+/// `@unchecked Sendable` is sound: the mutable properties (`part`, `range`,
+/// `received`) are touched only inside `next()` and the `ask(from:)` it
+/// awaits, and `next()` never runs twice at once. Its one caller is the
+/// closure of the ``TransportBody/init(unfolding:)`` made beside it in
+/// ``TransferPipeline/firstRange(_:of:askedEnd:ranges:watching:)``; that
+/// body allows one iterator, and the pipeline's single `for try await` loop
+/// awaits each chunk before it asks for the next, so each call happens
+/// after the one before (in one task, even across threads). The other
+/// properties are constants of Sendable types.
 final class RangedBody: @unchecked Sendable {
     private var part: TransportBody.AsyncIterator
     /// The range `part` brings, and how much of it arrived.
@@ -210,7 +216,7 @@ final class RangedBody: @unchecked Sendable {
             head.body.cancel()
             throw error
         }
-        let encoded = head.headers["Content-Encoding"].map { $0.lowercased() != "identity" } ?? false
+        let encoded = head.isEncoded
         // If-Range already asked the server; a server that ignores it is caught here too.
         let sameTag = head.headers[validator.hasPrefix("\"") ? "ETag" : "Last-Modified"].map { $0.trimmingCharacters(in: .whitespaces) == validator } ?? true
         guard answered.total == range.total, sameTag else {

@@ -142,7 +142,7 @@ struct TransferPipeline: Sendable {
             // A compressed body is decoded by some transports (URLSession), so its
             // Content-Length says nothing about the bytes we will see. Nor does it
             // for a response that has no body: HEAD, 204 and 304 (it sizes the resource).
-            let encoded = head.headers["Content-Encoding"].map { $0.lowercased() != "identity" } ?? false
+            let encoded = head.isEncoded
             let hasBody = request.method != .head && head.status != 204 && head.status != 304
             let expected = encoded || !hasBody ? nil : head.expectedLength
             if let expected, expected > Int64(maximumBodySize) {

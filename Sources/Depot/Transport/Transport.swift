@@ -79,6 +79,13 @@ public struct TransportResponse: Sendable {
         guard let value = headers["Content-Length"] else { return nil }
         return Int64(value) ?? Int64(value.trimmingCharacters(in: .whitespaces))
     }
+
+    /// Whether the body carries a `Content-Encoding` other than `identity`:
+    /// some transports (URLSession) decode it, so the bytes on the wire and
+    /// the bytes seen differ.
+    var isEncoded: Bool {
+        headers["Content-Encoding"].map { $0.lowercased() != "identity" } ?? false
+    }
 }
 
 /// A response body as an asynchronous sequence of chunks.
