@@ -2,6 +2,7 @@ import Depot
 import DepotTesting
 import Foundation
 import GRDB
+import Synchronization
 import Testing
 @testable import DepotStore
 
@@ -39,6 +40,32 @@ import Testing
             // Then each feed keeps its three highest ranks
             #expect(report.rowsEvicted == ["note": 21])
             #expect(try await store.noteIDs() == [21, 22, 23, 24, 25, 26, 27, 28, 29])
+        }
+    }
+
+    /// A million-row feed within its count was ranked and sorted whole on
+    /// every eviction (2 s of a 7 s sync): within their counts, tables are not ranked.
+    @Test(arguments: [nil, "feed"]) func countRulesWithinTheirCountsRankNothing(partition: String?) async throws {
+        let policy = RetentionPolicy(table: "note", keeping: [.maxCount(10, newestBy: "rank", per: partition)])
+        try await withNoteStore(retention: Retention(policies: [policy])) { store in
+            // Given 10 notes in each of two feeds: within the count per feed, and 10 rows over it for the table
+            try await store.insert(Note.make(partition == nil ? 10 : 20, feeds: ["a", "b"], now: Date()))
+            let (quiet, ranked) = try await store.read { db in
+                let plan = try EvictionPlan.resolve(policy, in: db)
+                let statements = Mutex<[String]>([])
+                db.trace(options: .statement) { event in statements.withLock { $0.append(event.description) } }
+                defer { db.trace(options: []) }
+                let quiet = try plan.candidates(in: db, now: Date())
+                let ranks = statements.withLock { $0.filter { $0.contains("ROW_NUMBER") }.count }
+                return (quiet, ranks)
+            }
+            #expect(quiet.isEmpty)
+            #expect(ranked == 0)
+
+            // When one more note passes the count, the rows are ranked and the oldest goes
+            try await store.insert(Note.make(1, from: 100, feeds: ["a"], now: Date()))
+            #expect(try await store.evict().rowsEvicted == ["note": 1])
+            #expect(try await !store.noteIDs().contains(0))
         }
     }
 

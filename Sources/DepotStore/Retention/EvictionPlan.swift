@@ -130,6 +130,9 @@ struct EvictionPlan: Sendable {
     /// Every row some rule takes and the predicate does not protect, oldest first.
     /// Rows that only a reference rule takes are filtered by results later.
     func candidates(in db: Database, now: Date) throws -> [Candidate] {
+        // Count rules alone, and every partition within its count: no rank
+        // can pass its limit, so skip ranking (and sorting) the whole table.
+        if ages.isEmpty, !referenced, try !exceedsACount(in: db) { return [] }
         var limits: [String] = []
         var arguments: [(any DatabaseValueConvertible)?] = []
         for (column, age) in ages {
@@ -162,6 +165,20 @@ struct EvictionPlan: Sendable {
                 byLimit: row["depot_byLimit"] as Bool? ?? false,
                 age: row["depot_age"])
         }
+    }
+
+    /// Whether some partition (or the table, for a rule without one) holds
+    /// more rows than a count rule keeps. An index on the partition's column
+    /// makes this a scan of that index, with no sort.
+    func exceedsACount(in db: Database) throws -> Bool {
+        let quotedTable = table.quotedDatabaseIdentifier
+        for rule in counts {
+            let sql = rule.partition.map { partition in
+                "SELECT EXISTS (SELECT 1 FROM \(quotedTable) GROUP BY \(partition.quotedDatabaseIdentifier) HAVING COUNT(*) > ?)"
+            } ?? "SELECT COUNT(*) > ? FROM \(quotedTable)"
+            if try Bool.fetchOne(db, sql: sql, arguments: [rule.count]) ?? false { return true }
+        }
+        return false
     }
 
     /// The oldest `limit` unprotected rows, for the size budget.
