@@ -146,6 +146,38 @@ import Testing
         }
     }
 
+    /// The merge binds up to 64 rows a statement, in chunks of a power of
+    /// two: 2,203 items are three batches of many chunk sizes, and a guid
+    /// repeated in a later batch is merged once (the first), on the first
+    /// sync and on the next.
+    @Test func aFeedOfManyBatchesMergesEveryItemOnce() async throws {
+        func document(retitled: Set<Int>) -> Data {
+            var xml = "<rss version=\"2.0\"><channel><title>Many</title>"
+            for index in 0..<2_203 {
+                let guid = index == 2_100 ? 7 : index
+                let title = retitled.contains(index) ? "Item \(index), again" : "Item \(index)"
+                xml += "<item><guid>g\(guid)</guid><title>\(title)</title><link>https://e.com/\(index)</link></item>"
+            }
+            return Data((xml + "</channel></rss>").utf8)
+        }
+        try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator) { store in
+            func merge(_ data: Data) async throws -> FeedMerge {
+                try await store.write { db in try FeedItem.merge(document: data, baseURL: forumFeedURL, feed: "f", into: db) }
+            }
+            #expect(try await merge(document(retitled: [])) == FeedMerge(inserted: 2_202, updated: 0, unchanged: 0))
+            let rows = try await store.read { db in try FeedItem.filter(FeedItem.Columns.feed == "f").fetchAll(db) }
+            #expect(rows.count == 2_202)
+            let strays = Set(rows.map(\.id)).symmetricDifference((0..<2_203).filter { $0 != 2_100 }.map { "g\($0)" })
+            #expect(strays.isEmpty)
+            #expect(rows.allSatisfy { $0.title == "Item \($0.id.dropFirst())" && $0.link == "https://e.com/\($0.id.dropFirst())" })
+
+            // When two items change, one of them in the last chunk of a batch, and the repeat changes too
+            #expect(try await merge(document(retitled: [10, 1_999, 2_100])) == FeedMerge(inserted: 0, updated: 2, unchanged: 2_200))
+            #expect(try await store.item(id: "g1999", feed: "f")?.title == "Item 1999, again")
+            #expect(try await store.item(id: "g7", feed: "f")?.title == "Item 7")
+        }
+    }
+
     // MARK: - Identity
 
     @Test func itemsWithoutLinksAreKeptAndKeepTheirReadMarks() async throws {
