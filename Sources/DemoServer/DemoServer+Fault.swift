@@ -141,6 +141,13 @@ extension DemoServer {
         case truncated
         /// A last item with a bare `&`: well-formed up to there.
         case malformed
+        /// Half the document, then a wait at the gate ``FeedTail/halfwayGate``
+        /// (``DemoServer/openGate(_:)``), then the rest: a body that a test
+        /// holds in flight for as long as it needs.
+        case pausedHalfway
+
+        /// The gate a ``pausedHalfway`` answer waits at.
+        public static let halfwayGate = "feed-halfway"
     }
 
     /// The URL of a fault route on this server.

@@ -21,6 +21,12 @@ extension FaultRoutes {
             return Response(status: .ok, headers: headers, body: .init { writer in
                 var offset = 0
                 while offset < sent {
+                    if tail == .pausedHalfway, offset < sent / 2, offset + chunkBytes >= sent / 2 {
+                        try await writer.write(ByteBuffer(bytes: document[offset..<sent / 2]))
+                        offset = sent / 2
+                        try await state.gates.wait(DemoServer.FeedTail.halfwayGate)
+                        continue
+                    }
                     let end = min(sent, offset + chunkBytes)
                     try await writer.write(ByteBuffer(bytes: document[offset..<end]))
                     offset = end

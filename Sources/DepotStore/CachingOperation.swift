@@ -157,11 +157,20 @@ extension CachingOperation {
             store.scheduleEviction()
             return .updated(written)
         } catch {
-            var failure = DepotError.wrap(error, operation: name, fallback: .processing)
-            if failure.status == nil { failure.status = response.status }
-            if failure.code != .cancelled { await store.ledger.recordFailure(failure, for: key) }
-            throw failure
+            throw await store.recordCachingFailure(error, operation: name, response: response, key: key)
         }
+    }
+}
+
+extension Store {
+    /// `error` as the caching operation's ``DepotError``, recorded in the
+    /// ledger for `key` (in a transaction of its own, after the rollback)
+    /// unless it is a cancellation.
+    func recordCachingFailure(_ error: any Error, operation: String, response: NetworkResponse, key: String) async -> DepotError {
+        var failure = DepotError.wrap(error, operation: operation, fallback: .processing)
+        if failure.status == nil { failure.status = response.status }
+        if failure.code != .cancelled { await ledger.recordFailure(failure, for: key) }
+        return failure
     }
 }
 

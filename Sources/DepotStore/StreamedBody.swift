@@ -1,16 +1,16 @@
 import Depot
 import Foundation
+import Synchronization
 
-/// A response body as it arrives, read chunk by chunk inside a
-/// ``StreamingCachingOperation``'s write transaction.
+/// A response body, read chunk by chunk inside a ``StreamingCachingOperation``'s
+/// write transaction.
 ///
-/// The transfer hands chunks in from Swift concurrency and waits (suspending,
-/// never blocking a thread) while a few chunks are waiting; the transaction's
-/// thread, the store's writer, takes them with ``next()``, which blocks until
-/// one comes. So memory holds a few chunks, whatever the body's size, when
-/// the transport stops reading while the transfer waits
-/// (`AsyncHTTPClientTransport` does; `URLSessionTransport` keeps what
-/// arrives meanwhile).
+/// Depot keeps the body as it arrives, the first megabyte in memory and the
+/// rest in a temporary file that has no name (removed as soon as it is made,
+/// so nothing of it outlives the process, even a crash), and opens the
+/// transaction once the whole body is in and accepted. So the store's writer
+/// is free while a slow link delivers, and memory holds at most a megabyte of
+/// the body beside what `write` keeps, whatever the body's size.
 ///
 /// For example, in ``StreamingCachingOperation/write(_:of:to:)``:
 ///
@@ -18,182 +18,146 @@ import Foundation
 /// var bytes = 0
 /// while let chunk = try body.next() { bytes += chunk.count }
 /// ```
-///
-/// `@unchecked Sendable` is sound: `capacity` and `condition` are constants,
-/// and every other property is read and written only between
-/// `condition.lock()` and `condition.unlock()`; continuations are resumed
-/// after the lock is released. (`Mutex` cannot be used: the reader waits on a
-/// condition while the lock is released.)
-public final class StreamedBody: @unchecked Sendable {
-    /// How many chunks may wait for the reader by default.
-    static let defaultCapacity = 4
-
-    private enum Ending {
-        case complete
-        case failed(any Error)
+public final class StreamedBody: Sendable {
+    private struct Reader: ~Copyable {
+        var memory: [Data]
+        var nextInMemory = 0
+        var file: FileHandle?
+        let fileBytes: Int64
+        var fileRead: Int64 = 0
     }
 
-    private let condition = NSCondition()
-    private let capacity: Int
-    private var chunks: [Data] = []
-    /// A chunk that found the queue full, and the sender waiting for room for it.
-    private var waiting: (chunk: Data, sender: CheckedContinuation<Void, any Error>)?
-    private var ending: Ending?
-    /// The reader has stopped reading: what is sent from now on is dropped.
-    private var readerDone = false
-    /// Why the reader stopped, if it failed: sends throw it.
-    private var readerError: (any Error)?
-    /// Whether ``next()`` or ``awaitEnd()`` threw the transfer's failure.
-    private var threwTransferFailure = false
+    /// How much of the kept file one ``next()`` reads.
+    static let fileChunkBytes = 64 << 10
 
-    init(capacity: Int = StreamedBody.defaultCapacity) {
-        self.capacity = max(1, capacity)
+    private let reader: Mutex<Reader>
+
+    fileprivate init(memory: [Data], file: FileHandle?, fileBytes: Int64) {
+        reader = Mutex(Reader(memory: memory, file: file, fileBytes: fileBytes))
     }
 
-    /// The next chunk, in order, or `nil` once the whole body has arrived (its
-    /// length checked). Blocks until one or the other: call it on the writer's
-    /// thread, never from Swift concurrency.
+    /// The next chunk, in order, or `nil` after the last one. Call it from
+    /// `write`, on the store's writer.
     ///
-    /// - Throws: The transfer's failure (a truncated body, a timeout, a lost
-    ///   connection, cancellation): let it propagate, and the transaction
-    ///   rolls back.
-    public func next() throws -> Data? {
-        condition.lock()
-        while chunks.isEmpty, ending == nil { condition.wait() }
-        if case .failed(let error) = ending {
-            threwTransferFailure = true
-            condition.unlock()
-            throw error
-        }
-        guard !chunks.isEmpty else {
-            condition.unlock()
-            return nil
-        }
-        let chunk = chunks.removeFirst()
-        let sender = admitWaiting()
-        condition.unlock()
-        sender?.resume()
-        return chunk
-    }
-
-    /// Moves the waiting chunk into the queue; its sender is resumed after the lock.
-    private func admitWaiting() -> CheckedContinuation<Void, any Error>? {
-        guard let waiting, chunks.count < capacity else { return nil }
-        self.waiting = nil
-        chunks.append(waiting.chunk)
-        condition.broadcast()
-        return waiting.sender
-    }
-
-    // MARK: - The transfer's side
-
-    /// Hands a chunk to the reader, waiting while the queue is full.
-    /// Throws what the reader failed with, or `CancellationError` when the
-    /// task is cancelled while it waits.
-    func send(_ chunk: Data) async throws {
-        enum Admission { case done, full, refused(any Error) }
-        let admission: Admission = {
-            condition.lock()
-            defer { condition.unlock() }
-            if let readerError { return .refused(readerError) }
-            if readerDone || ending != nil { return .done }
-            guard chunks.count < capacity else { return .full }
-            chunks.append(chunk)
-            condition.broadcast()
-            return .done
-        }()
-        switch admission {
-        case .done: return
-        case .refused(let error): throw error
-        case .full: break
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (sender: CheckedContinuation<Void, any Error>) in
-                condition.lock()
-                if let readerError {
-                    condition.unlock()
-                    sender.resume(throwing: readerError)
-                } else if readerDone || ending != nil {
-                    condition.unlock()
-                    sender.resume()
-                } else if chunks.count < capacity {
-                    chunks.append(chunk)
-                    condition.broadcast()
-                    condition.unlock()
-                    sender.resume()
-                } else if Task.isCancelled {
-                    condition.unlock()
-                    sender.resume(throwing: CancellationError())
-                } else {
-                    waiting = (chunk, sender)
-                    condition.unlock()
+    /// - Throws: ``DepotError/Code/storage`` if the kept part of the body
+    ///   cannot be read back: let it propagate, and the transaction rolls back.
+    public func next() throws(DepotError) -> Data? {
+        try reader.withLock { reader throws(DepotError) -> Data? in
+            if reader.nextInMemory < reader.memory.count {
+                defer {
+                    reader.memory[reader.nextInMemory] = Data()
+                    reader.nextInMemory += 1
                 }
+                return reader.memory[reader.nextInMemory]
             }
-        } onCancel: {
-            condition.lock()
-            let sender = waiting?.sender
-            waiting = nil
-            condition.unlock()
-            sender?.resume(throwing: CancellationError())
+            guard let file = reader.file, reader.fileRead < reader.fileBytes else { return nil }
+            let chunk: Data?
+            do {
+                chunk = try file.read(upToCount: Self.fileChunkBytes)
+            } catch {
+                throw DepotError(.storage, detail: "the body kept for the write cannot be read back", underlying: error)
+            }
+            guard let chunk, !chunk.isEmpty else {
+                throw DepotError(.storage, detail: "the body kept for the write ended \(reader.fileBytes - reader.fileRead) bytes early")
+            }
+            reader.fileRead += Int64(chunk.count)
+            if reader.fileRead >= reader.fileBytes {
+                try? file.close()
+                reader.file = nil
+            }
+            return chunk
+        }
+    }
+}
+
+/// Where a streamed body waits for its write: in memory up to a limit, then
+/// in a file that has no name. The transfer appends; once the body is
+/// complete, ``finish()`` hands it over as a ``StreamedBody``.
+final class BodySpool: Sendable {
+    /// How much of a body stays in memory by default; the rest goes to a file.
+    static let defaultMemoryLimit = 1 << 20
+
+    private struct State: ~Copyable {
+        var memory: [Data] = []
+        var memoryBytes = 0
+        var file: FileHandle?
+        var fileBytes: Int64 = 0
+        /// Finished or discarded: later chunks are dropped.
+        var ended = false
+    }
+
+    private let state = Mutex(State())
+    private let memoryLimit: Int
+    private let folder: URL
+
+    init(memoryLimit: Int = BodySpool.defaultMemoryLimit, folder: URL = FileManager.default.temporaryDirectory) {
+        self.memoryLimit = max(0, memoryLimit)
+        self.folder = folder
+    }
+
+    /// Keeps the next chunk of the body.
+    ///
+    /// - Throws: ``DepotError/Code/storage`` when the file cannot be made or written.
+    func append(_ chunk: Data) throws(DepotError) {
+        try state.withLock { state throws(DepotError) in
+            guard !state.ended, !chunk.isEmpty else { return }
+            if state.file == nil, state.memoryBytes + chunk.count <= memoryLimit {
+                state.memory.append(chunk)
+                state.memoryBytes += chunk.count
+                return
+            }
+            do {
+                let file = try state.file ?? makeFile()
+                state.file = file
+                try file.write(contentsOf: chunk)
+                state.fileBytes += Int64(chunk.count)
+            } catch {
+                throw DepotError(.storage, detail: "the body cannot be kept for the write in \(folder.path)", underlying: error)
+            }
         }
     }
 
-    /// The whole body has arrived and is accepted: ``next()`` returns `nil`
-    /// after the last chunk, and ``awaitEnd()`` returns.
-    func complete() {
-        end(.complete)
-    }
-
-    /// The body will not be used: ``next()`` and ``awaitEnd()`` throw `error`.
-    func fail(_ error: any Error) {
-        end(.failed(error))
-    }
-
-    private func end(_ how: Ending) {
-        condition.lock()
-        guard ending == nil else {
-            condition.unlock()
-            return
+    /// A new file in `folder`, readable and writable by this user alone, and
+    /// already removed: it lives as long as its handle.
+    private func makeFile() throws -> FileHandle {
+        let url = folder.appending(path: "depot-body-\(UUID().uuidString)")
+        guard FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
         }
-        ending = how
-        let sender = waiting?.sender
-        waiting = nil
-        condition.broadcast()
-        condition.unlock()
-        sender?.resume()
+        defer { try? FileManager.default.removeItem(at: url) }
+        return try FileHandle(forUpdating: url)
     }
 
-    // MARK: - The reader's side, besides next()
-
-    /// The reader has stopped, with `error` if it failed: chunks waiting are
-    /// dropped, and later sends are dropped too (or throw `error`).
-    func finishReading(error: (any Error)?) {
-        condition.lock()
-        readerDone = true
-        readerError = error
-        chunks.removeAll()
-        let sender = waiting?.sender
-        waiting = nil
-        condition.broadcast()
-        condition.unlock()
-        if let error { sender?.resume(throwing: error) } else { sender?.resume() }
+    /// The whole body, for the write; the spool keeps nothing after.
+    ///
+    /// - Throws: ``DepotError/Code/storage`` when the file cannot be rewound.
+    func finish() throws(DepotError) -> StreamedBody {
+        try state.withLock { state throws(DepotError) -> StreamedBody in
+            state.ended = true
+            let memory = state.memory
+            let file = state.file
+            state.memory = []
+            state.file = nil
+            do {
+                try file?.seek(toOffset: 0)
+            } catch {
+                throw DepotError(.storage, detail: "the body kept for the write cannot be read back", underlying: error)
+            }
+            return StreamedBody(memory: memory, file: file, fileBytes: state.fileBytes)
+        }
     }
 
-    /// Blocks until the body is complete, or throws why it will not be used.
-    func awaitEnd() throws {
-        condition.lock()
-        while ending == nil { condition.wait() }
-        let ending = self.ending
-        if case .failed = ending { threwTransferFailure = true }
-        condition.unlock()
-        if case .failed(let error) = ending { throw error }
-    }
+    /// How many bytes went to the file so far.
+    var bytesInFile: Int64 { state.withLock { $0.fileBytes } }
 
-    /// Whether the reader was stopped by the transfer's failure (handed to
-    /// it by ``next()`` or ``awaitEnd()``) rather than by its own.
-    var failedWithTheTransfer: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return threwTransferFailure
+    /// Drops what was kept, and every later chunk.
+    func discard() {
+        let file = state.withLock { state -> FileHandle? in
+            state.ended = true
+            state.memory = []
+            defer { state.file = nil }
+            return state.file
+        }
+        try? file?.close()
     }
 }

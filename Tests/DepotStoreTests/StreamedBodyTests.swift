@@ -1,81 +1,88 @@
 import Depot
 @testable import DepotStore
-import Dispatch
+import DepotTesting
 import Foundation
 import Testing
 
-/// The hand-off between a transfer (Swift concurrency) and a streaming write
-/// transaction (the store's writer thread): bounded, ordered, and failures
-/// reach the other side.
+/// Where a streamed body waits for its write: in memory up to a limit, then in
+/// a file that has no name; it comes back whole and in order.
 @Suite(.timeLimit(.minutes(1))) struct StreamedBodyTests {
-    /// Calls `next()` `count` times (or until the end) on a dispatch thread, as the writer does.
-    func read(_ body: StreamedBody, count: Int = .max) async throws -> [Data] {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                do {
-                    var chunks: [Data] = []
-                    while chunks.count < count, let chunk = try body.next() { chunks.append(chunk) }
-                    continuation.resume(returning: chunks)
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }
+    /// Every chunk `body` gives, until `nil`.
+    func drain(_ body: StreamedBody) throws -> [Data] {
+        var chunks: [Data] = []
+        while let chunk = try body.next() { chunks.append(chunk) }
+        return chunks
+    }
+
+    /// A new empty folder, removed when `body` returns.
+    func withFolder(_ body: (URL) throws -> Void) throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try body(folder)
+    }
+
+    @Test func aBodyWithinTheMemoryLimitComesBackChunkByChunk() throws {
+        try withFolder { folder in
+            let spool = BodySpool(memoryLimit: 10, folder: folder)
+            let sent = [Data("ab".utf8), Data("cde".utf8), Data("fghij".utf8)]
+            for chunk in sent { try spool.append(chunk) }
+
+            let body = try spool.finish()
+
+            #expect(try drain(body) == sent)
+            #expect(try body.next() == nil)
+            #expect(spool.bytesInFile == 0)
         }
     }
 
-    func chunk(_ byte: UInt8) -> Data { Data([byte]) }
+    @Test func aBodyOverTheLimitGoesToAFileWithNoNameAndComesBackWhole() throws {
+        try withFolder { folder in
+            // Given 300 KB in chunks of 1 to 4,000 bytes, over a 1,000-byte memory limit
+            var generator = SplitMix64(seed: 5)
+            let sent = (0..<150).map { _ in Data((0..<Int.random(in: 1...4_000, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }) }
+            let spool = BodySpool(memoryLimit: 1_000, folder: folder)
+            for chunk in sent { try spool.append(chunk) }
 
-    @Test func theReaderGetsEveryChunkInOrderThenTheEnd() async throws {
-        let body = StreamedBody()
-        for byte in UInt8(1)...3 { try await body.send(chunk(byte)) }
-        body.complete()
-        #expect(try await read(body) == [chunk(1), chunk(2), chunk(3)])
+            // Then all but the first bytes went to a file, which has no name in the folder
+            var inMemory = 0
+            for chunk in sent {
+                guard inMemory + chunk.count <= 1_000 else { break }
+                inMemory += chunk.count
+            }
+            #expect(spool.bytesInFile == Int64(sent.reduce(0) { $0 + $1.count } - inMemory))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+
+            // And the body comes back as it was sent, in pieces of at most 64 KB
+            let chunks = try drain(spool.finish())
+            #expect(chunks.reduce(Data(), +) == sent.reduce(Data(), +))
+            #expect(chunks.allSatisfy { $0.count <= StreamedBody.fileChunkBytes })
+        }
     }
 
-    @Test func aFullHandOffMakesTheSenderWaitForTheReader() async throws {
-        // Given a hand-off holding as many chunks as it takes
-        let body = StreamedBody(capacity: 4)
-        for byte in UInt8(1)...4 { try await body.send(chunk(byte)) }
+    @Test func aDiscardedBodyKeepsNothingAndDropsLaterChunks() throws {
+        try withFolder { folder in
+            let spool = BodySpool(memoryLimit: 4, folder: folder)
+            try spool.append(Data("abcdefgh".utf8))
+            #expect(spool.bytesInFile == 8)
 
-        // Then one more send waits (a cancelled one gives up, its chunk never taken)
-        let cancelled = Task { try await body.send(chunk(5)) }
-        cancelled.cancel()
-        await #expect(throws: CancellationError.self) { try await cancelled.value }
+            spool.discard()
+            try spool.append(Data("ijkl".utf8))
 
-        // and a waiting sender goes on once the reader has taken a chunk
-        let waiting = Task { try await body.send(chunk(6)) }
-        #expect(try await read(body, count: 1) == [chunk(1)])
-        try await waiting.value
-        body.complete()
-        #expect(try await read(body) == [chunk(2), chunk(3), chunk(4), chunk(6)])
+            #expect(spool.bytesInFile == 8)
+            #expect(try drain(spool.finish()).isEmpty)
+        }
     }
 
-    @Test func aTransferFailureReachesTheReaderAtOnce() async throws {
-        // Given chunks waiting
-        let body = StreamedBody()
-        try await body.send(chunk(1))
-        try await body.send(chunk(2))
+    @Test func aFolderThatCannotHoldTheBodyIsAStorageError() throws {
+        try withFolder { folder in
+            let missing = folder.appending(path: "missing")
+            let spool = BodySpool(memoryLimit: 4, folder: missing)
+            try spool.append(Data("abc".utf8))
 
-        // When the transfer fails
-        body.fail(DepotError(.connectionLost, detail: "cut short"))
+            let error = #expect(throws: DepotError.self) { try spool.append(Data("defg".utf8)) }
 
-        // Then the reader hears it before any chunk left over, and so does the commit gate
-        let error = await #expect(throws: DepotError.self) { _ = try await read(body) }
-        #expect(error?.code == .connectionLost)
-        #expect(throws: DepotError.self) { try body.awaitEnd() }
-    }
-
-    @Test func aReaderThatFailedStopsTheTransfer() async throws {
-        // Given a reader that stopped with an error (a malformed document)
-        let body = StreamedBody(capacity: 1)
-        try await body.send(chunk(1))
-        let waiting = Task { try await body.send(chunk(2)) }
-        body.finishReading(error: DepotError(.decoding, detail: "malformed"))
-
-        // Then the waiting send, and every later one, throws it: the transfer stops
-        let first = await #expect(throws: DepotError.self) { try await waiting.value }
-        #expect(first?.code == .decoding)
-        let later = await #expect(throws: DepotError.self) { try await body.send(chunk(3)) }
-        #expect(later?.code == .decoding)
+            #expect(error?.code == .storage)
+            #expect(error?.description.contains(missing.path) == true)
+        }
     }
 }

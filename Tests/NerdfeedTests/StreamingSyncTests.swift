@@ -151,7 +151,7 @@ struct StreamingSyncTests {
         }
     }
 
-    @Test func aWriteTransactionThatCannotBeginStopsTheTransfer() async throws {
+    @Test func aWriteTransactionThatCannotBeginFailsTheSync() async throws {
         // Given a store whose writes give up at once while another connection holds the write lock
         var configuration = GRDB.Configuration()
         configuration.busyMode = .timeout(0.01)
@@ -161,12 +161,11 @@ struct StreamingSyncTests {
             let other = try DatabaseQueue(path: try #require(store.path), configuration: blocking)
             try await other.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
 
-            // When a feed of many more chunks than the hand-off holds is synced
+            // When a feed is synced
             let feed = server.url(for: .feed(items: 3_000, chunkBytes: 97))
             let error = await failure { _ = try await controller.perform(FetchForumFeed(url: feed)) }
 
-            // Then the sync fails with the store's error instead of the transfer waiting
-            // forever for a transaction that never began (the idle deadline is paused)
+            // Then, once the body is in, the sync fails with the store's error
             #expect(error?.code == .storage)
             try await other.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
             try other.close()
@@ -174,9 +173,30 @@ struct StreamingSyncTests {
         }
     }
 
-    @Test func cancellingASyncMidBodyRollsBackAndReleasesTheWriter() async throws {
+    @Test func aBodyInFlightLeavesTheStoresWriterFree() async throws {
         try await withSetup { server, store, controller in
-            // Given a long feed whose sync has begun streaming into its transaction
+            // Given a sync whose body stops halfway until the test lets it go on
+            let feed = server.url(for: .feed(items: 3_000, chunkBytes: 1_000, tails: [.pausedHalfway]))
+            let events = controller.events
+            let sync = Task { try await controller.perform(FetchForumFeed(url: feed)) }
+            for await event in events where event.kind == .progress { break }
+
+            // When another write comes while the body is in flight, it goes through at once
+            try await store.write { db in
+                try db.execute(sql: "INSERT INTO feedItem (feed, id, title) VALUES ('other', 'local', 'Written meanwhile')")
+            }
+
+            // Then the sync, let go, writes the whole feed
+            server.openGate(DemoServer.FeedTail.halfwayGate)
+            #expect(try await sync.value.written == FeedMerge(inserted: 3_000, updated: 0, unchanged: 0))
+            #expect(try await titles(store, feed: feed) == expected(items: 3_000, version: 1))
+            #expect(try await store.item(id: "local", feed: "other")?.title == "Written meanwhile")
+        }
+    }
+
+    @Test func cancellingASyncMidBodyWritesNothing() async throws {
+        try await withSetup { server, store, controller in
+            // Given a long feed whose body has begun to arrive
             let feed = server.url(for: .feed(items: 50_000, chunkBytes: 1_000))
             let events = controller.events
             let sync = Task { try await controller.perform(FetchForumFeed(url: feed)) }
@@ -187,7 +207,7 @@ struct StreamingSyncTests {
             let error = await failure { _ = try await sync.value }
 
             // Then it ends as cancelled, nothing landed, the ledger is untouched,
-            // and the store's writer is free again
+            // and the store's writer is free
             #expect(error?.code == .cancelled)
             #expect(try await titles(store, feed: feed).isEmpty)
             #expect(try await store.ledger.entry(for: FetchForumFeed(url: feed).cacheKey) == nil)
