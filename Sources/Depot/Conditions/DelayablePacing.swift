@@ -13,7 +13,8 @@
 /// runs: a transfer larger than what its connection sends at once would find
 /// the new job's bytes queued ahead of its own later ones. Its own bytes keep
 /// the link busy. Work at `.normal` is not waited for: small requests that
-/// wait on round trips would leave the link idle.
+/// wait on round trips would leave the link idle. Nor is a job sleeping
+/// before a retry (say a long `Retry-After`): it sends nothing meanwhile.
 ///
 /// The budget is `roundTrips` × the measured bandwidth × the minimum round
 /// trip (``ConnectionMonitor``). Until the monitor has a bandwidth estimate,

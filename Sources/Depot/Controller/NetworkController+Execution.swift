@@ -101,7 +101,7 @@ extension NetworkController {
             beginBackoff(job: environment.job, attempt: attempt, delay: delay, error: cause)
             let slept: Bool
             do {
-                markBackingOff()
+                markBackingOff(job: environment.job)
                 try await timebase.sleepUntil(wakeAt)
                 slept = true
             } catch {

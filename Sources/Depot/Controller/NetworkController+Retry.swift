@@ -59,14 +59,22 @@ extension NetworkController {
     }
 
     /// Counts a job as backing off: call it right before the job sleeps.
-    func markBackingOff() {
-        state.withLock { $0.conditions.backingOff += 1 }
+    /// Asleep, it holds no delayable work back (``Scheduler/rest(job:)``).
+    func markBackingOff(job: Ticket.ID) {
+        let effects = state.withLock { state -> [Effect] in
+            state.conditions.backingOff += 1
+            let actions = state.scheduler.rest(job: job)
+            return actions.isEmpty ? [] : apply(actions, in: &state, at: timebase.now())
+        }
+        perform(effects)
+        releaseRangeWaiters()
     }
 
     func endBackoff(job: Ticket.ID, nextAttempt: Int) {
         let now = timebase.now()
         let effects = state.withLock { state -> [Effect] in
             state.conditions.backingOff -= 1
+            state.scheduler.wake(job: job)
             return state.scheduler.waiters(of: job).compactMap { waiter in
                 guard let ticket = state.records[waiter]?.ticket else { return nil }
                 configuration.trace?.started(waiter, at: now)

@@ -137,6 +137,9 @@ struct Scheduler: Sendable {
     /// Running jobs started by ``trickle(from:)``: they take no slot, so work
     /// that arrives while one trickles starts beside it instead of behind it.
     private(set) var trickling: Set<ID> = []
+    /// Running jobs sleeping before a retry (``rest(job:)``): they hold no
+    /// delayable work back until ``wake(job:)``.
+    private(set) var resting: Set<ID> = []
     private(set) var paused: Set<OperationCategory> = []
     /// Jobs out of the queues until ``releaseHeld()``, oldest first (ids of
     /// jobs since cancelled are skipped when released).
@@ -289,12 +292,30 @@ struct Scheduler: Sendable {
     /// Whether a running job still holds back other delayable work under pacing.
     func isHeavy(_ job: ID) -> Bool { heavy.contains(job) }
 
+    /// A running job sleeps before its next attempt (a retry's backoff, perhaps
+    /// a long `Retry-After`): it sends and receives nothing meanwhile, so it
+    /// holds no delayable work back and pauses no byte ranges.
+    mutating func rest(job id: ID) -> [Action] {
+        guard running.contains(id), resting.insert(id).inserted, heavy.remove(id) != nil else { return [] }
+        begin()
+        pump()
+        return out
+    }
+
+    /// The job's next attempt begins: under pacing it holds delayable work back
+    /// again, as a job that starts does. Delayable work that started while it
+    /// slept goes on (its ranges wait, if it is ranged).
+    mutating func wake(job id: ID) {
+        guard resting.remove(id) != nil, running.contains(id), let job = jobs[id] else { return }
+        if job.priority <= Self.delayable || job.priority >= Self.urgent { heavy.insert(id) }
+    }
+
     /// Whether a running delayable job may ask for its download's next byte
     /// range: no other urgent job runs (see ``DelayablePacing``). A job that is
     /// no longer delayable, or no longer known, never waits.
     func mayContinueRanges(of id: ID) -> Bool {
         guard let job = jobs[id], job.priority <= Self.delayable else { return true }
-        return !running.contains { $0 != id && (jobs[$0]?.priority ?? .low) >= Self.urgent }
+        return !running.contains { $0 != id && !resting.contains($0) && (jobs[$0]?.priority ?? .low) >= Self.urgent }
     }
 
     /// Changes how many jobs may run at once. Lowering it stops nothing that runs.
@@ -505,6 +526,7 @@ struct Scheduler: Sendable {
         if running.remove(id) != nil, priority <= Self.delayable { runningDelayableJobCount -= 1 }
         heavy.remove(id)
         trickling.remove(id)
+        resting.remove(id)
     }
 
     /// How many more delayable jobs may start now. With a limit of 3 or more,
