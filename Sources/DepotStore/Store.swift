@@ -48,6 +48,10 @@ public final class Store: Sendable {
     /// operations re-apply pending optimistic changes after their writes.
     let mutationTypes = Mutex<[String: any Mutation.Type]>([:])
 
+    /// Where a ``StreamingCachingOperation``'s body waits for its write past
+    /// its first megabyte (``BodySpool``): the temporary folder; tests move it.
+    let bodySpoolFolder = Mutex(FileManager.default.temporaryDirectory)
+
     /// Runs the retention the store was opened with; `nil` without one.
     let evictor: Evictor?
 

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Depot
 import Foundation
 import Synchronization
@@ -53,7 +58,7 @@ public final class StreamedBody: Sendable {
             guard let file = reader.file, reader.fileRead < reader.fileBytes else { return nil }
             let chunk: Data?
             do {
-                chunk = try file.read(upToCount: Self.fileChunkBytes)
+                chunk = try file.read(upToCount: Int(min(Int64(Self.fileChunkBytes), reader.fileBytes - reader.fileRead)))
             } catch {
                 throw DepotError(.storage, detail: "the body kept for the write cannot be read back", underlying: error)
             }
@@ -73,66 +78,100 @@ public final class StreamedBody: Sendable {
 /// Where a streamed body waits for its write: in memory up to a limit, then
 /// in a file that has no name. The transfer appends; once the body is
 /// complete, ``finish()`` hands it over as a ``StreamedBody``.
+///
+/// Chunks are gathered into pieces of ``defaultPieceBytes`` before they are
+/// kept, so a body that comes a few bytes at a time costs neither a `Data`
+/// per chunk nor a write per chunk.
 final class BodySpool: Sendable {
     /// How much of a body stays in memory by default; the rest goes to a file.
     static let defaultMemoryLimit = 1 << 20
+    /// How many bytes are gathered before they are kept, by default.
+    static let defaultPieceBytes = 64 << 10
 
     private struct State: ~Copyable {
+        /// Chunks not yet kept, fewer than `pieceBytes` of them.
+        var gathering = Data()
         var memory: [Data] = []
         var memoryBytes = 0
         var file: FileHandle?
         var fileBytes: Int64 = 0
         /// Finished or discarded: later chunks are dropped.
         var ended = false
+        /// Why the body could not be kept: ``BodySpool/finish()`` throws it.
+        var failure: DepotError?
     }
 
     private let state = Mutex(State())
     private let memoryLimit: Int
+    private let pieceBytes: Int
     private let folder: URL
 
-    init(memoryLimit: Int = BodySpool.defaultMemoryLimit, folder: URL = FileManager.default.temporaryDirectory) {
+    init(memoryLimit: Int = BodySpool.defaultMemoryLimit, pieceBytes: Int = BodySpool.defaultPieceBytes, folder: URL = FileManager.default.temporaryDirectory) {
         self.memoryLimit = max(0, memoryLimit)
+        self.pieceBytes = max(1, pieceBytes)
         self.folder = folder
     }
 
     /// Keeps the next chunk of the body.
     ///
-    /// - Throws: ``DepotError/Code/storage`` when the file cannot be made or written.
+    /// - Throws: ``DepotError/Code/storage`` when the file cannot be made or
+    ///   written. The body is then lost: ``finish()`` throws the same error.
     func append(_ chunk: Data) throws(DepotError) {
         try state.withLock { state throws(DepotError) in
             guard !state.ended, !chunk.isEmpty else { return }
-            if state.file == nil, state.memoryBytes + chunk.count <= memoryLimit {
-                state.memory.append(chunk)
-                state.memoryBytes += chunk.count
-                return
-            }
-            do {
-                let file = try state.file ?? makeFile()
-                state.file = file
-                try file.write(contentsOf: chunk)
-                state.fileBytes += Int64(chunk.count)
-            } catch {
-                throw DepotError(.storage, detail: "the body cannot be kept for the write in \(folder.path)", underlying: error)
-            }
+            state.gathering.append(chunk)
+            guard state.gathering.count >= pieceBytes else { return }
+            try keepGathered(&state)
         }
     }
 
-    /// A new file in `folder`, readable and writable by this user alone, and
-    /// already removed: it lives as long as its handle.
-    private func makeFile() throws -> FileHandle {
-        let url = folder.appending(path: "depot-body-\(UUID().uuidString)")
-        guard FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+    /// Moves the gathered bytes to memory, or to the file once memory is full.
+    private func keepGathered(_ state: inout State) throws(DepotError) {
+        let piece = state.gathering
+        state.gathering = Data()
+        guard !piece.isEmpty else { return }
+        if state.file == nil, state.memoryBytes + piece.count <= memoryLimit {
+            state.memory.append(piece)
+            state.memoryBytes += piece.count
+            return
         }
-        defer { try? FileManager.default.removeItem(at: url) }
-        return try FileHandle(forUpdating: url)
+        do {
+            let file = try state.file ?? makeFile()
+            state.file = file
+            try file.write(contentsOf: piece)
+            state.fileBytes += Int64(piece.count)
+        } catch {
+            let failure = DepotError(.storage, detail: "the body cannot be kept for the write in \(folder.path)", underlying: error)
+            state.failure = failure
+            state.ended = true
+            state.memory = []
+            try? state.file?.close()
+            state.file = nil
+            throw failure
+        }
+    }
+
+    /// A new file in `folder`, made readable and writable by this user alone
+    /// (`O_EXCL`, mode 0600, not inherited by child processes), and removed at
+    /// once: it lives as long as its handle.
+    private func makeFile() throws -> FileHandle {
+        let path = folder.appending(path: "depot-body-\(UUID().uuidString)").path
+        let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        unlink(path)
+        return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
     }
 
     /// The whole body, for the write; the spool keeps nothing after.
     ///
-    /// - Throws: ``DepotError/Code/storage`` when the file cannot be rewound.
+    /// - Throws: ``DepotError/Code/storage`` when the body could not be kept,
+    ///   or the file cannot be rewound.
     func finish() throws(DepotError) -> StreamedBody {
         try state.withLock { state throws(DepotError) -> StreamedBody in
+            if let failure = state.failure { throw failure }
+            if !state.ended { try keepGathered(&state) }
             state.ended = true
             let memory = state.memory
             let file = state.file
@@ -155,6 +194,7 @@ final class BodySpool: Sendable {
         let file = state.withLock { state -> FileHandle? in
             state.ended = true
             state.memory = []
+            state.gathering = Data()
             defer { state.file = nil }
             return state.file
         }

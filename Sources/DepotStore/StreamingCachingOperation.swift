@@ -17,7 +17,10 @@ import GRDB
 ///
 /// If the transfer fails halfway (truncated, timed out, lost, cancelled), the
 /// kept body is dropped and nothing is written; a retry starts afresh. If
-/// `write` throws, everything rolls back. As with a buffered body, what
+/// the body cannot be kept (a full disk), the operation fails with
+/// ``DepotError/Code/storage`` and writes nothing. If `write` throws,
+/// everything rolls back. A malformed body is found once it has all arrived:
+/// the body limit and the operation's total timeout bound what that costs. As with a buffered body, what
 /// `write` threw goes to the ledger, and the transfer's failure does not (a
 /// ``SyncStatus`` records the sync's final outcome).
 ///
@@ -66,8 +69,9 @@ extension StreamingCachingOperation {
         let url = SyncLedger.validatorKey(for: context.requestURL ?? response.url)
         let record = SyncRecord(self, response: response, url: url, store: store)
         let name = self.name
-        return CacheWriteSink(store: store) { body in
+        return CacheWriteSink(store: store) { spool in
             do {
+                let body = try spool.finish()
                 return try await store.write { db in
                     let written = try self.write(body, of: response, to: db)
                     try record.apply(in: db)
@@ -88,16 +92,18 @@ extension StreamingCachingOperation {
 /// Where a ``StreamingCachingOperation``'s body waits for its write transaction
 /// while it arrives. Depot makes and uses it; an app never needs to.
 public final class CacheWriteSink<Written: Sendable>: ResponseBodySink {
-    private let spool = BodySpool()
+    private let spool: BodySpool
     private let store: Store
-    private let write: @Sendable (StreamedBody) async throws -> Written
+    private let write: @Sendable (BodySpool) async throws -> Written
 
-    init(store: Store, write: @escaping @Sendable (StreamedBody) async throws -> Written) {
+    init(store: Store, write: @escaping @Sendable (BodySpool) async throws -> Written) {
         self.store = store
+        self.spool = BodySpool(folder: store.bodySpoolFolder.withLock { $0 })
         self.write = write
     }
 
-    /// Keeps the chunk for the write.
+    /// Keeps the chunk for the write. If it cannot be kept (a full disk),
+    /// the transfer stops, and the write fails with that error.
     public func receive(_ chunk: Data) async throws {
         try spool.append(chunk)
     }
@@ -109,7 +115,7 @@ public final class CacheWriteSink<Written: Sendable>: ResponseBodySink {
 
     /// Writes the whole body in one transaction and returns what `write` returned.
     func commit() async throws -> Written {
-        let written = try await write(spool.finish())
+        let written = try await write(spool)
         store.scheduleEviction()
         return written
     }
