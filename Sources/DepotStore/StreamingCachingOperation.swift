@@ -20,9 +20,10 @@ import GRDB
 /// the body cannot be kept (a full disk), the operation fails with
 /// ``DepotError/Code/storage`` and writes nothing. If `write` throws,
 /// everything rolls back. A malformed body is found once it has all arrived:
-/// the body limit and the operation's total timeout bound what that costs. As with a buffered body, what
-/// `write` threw goes to the ledger, and the transfer's failure does not (a
-/// ``SyncStatus`` records the sync's final outcome).
+/// the body limit and the operation's total timeout bound what that costs.
+/// As with a buffered body, what `write` threw goes to the ledger, and the
+/// transfer's failure does not (a ``SyncStatus`` records the sync's final
+/// outcome).
 ///
 /// Don't implement ``process(_:streamedTo:context:)`` yourself: the default
 /// runs the write.

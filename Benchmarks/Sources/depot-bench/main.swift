@@ -6,7 +6,7 @@
 // binary again as their loopback server, so server CPU is not counted as client CPU.
 import Foundation
 
-let arguments = Array(CommandLine.arguments.dropFirst())
+func run(_ arguments: [String]) async throws {
 switch arguments.first {
 case "serve":
     try await BenchServer.run(staticFile: arguments.count > 1 ? arguments[1] : nil)
@@ -45,4 +45,15 @@ case "soak":
 default:
     print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | allocations [operations] | ingest [items] [repeats] | outbox [count] [rounds] | changesets [rows] [repeats] | evict [rows] [repeats] [all|page] | reallink [repeats] [lows] [depot-server path] | conditions [trace folder] | nerdfeed [release bin folder] [repeats] | firstrows [repetitions] [release bin folder] [trivial Swift program] | bigfeed [release bin folder] [items] [repeats] | soak [duration] [seed] | serve]")
     exit(2)
+}
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+do {
+    try await run(arguments)
+} catch {
+    // One sentence, not a crash: a missing trace folder, an unreadable binary.
+    let path = (error as? CocoaError)?.filePath.map { " (\($0))" } ?? ""
+    FileHandle.standardError.write(Data("depot-bench \(arguments.first ?? "transport"): \(error.localizedDescription)\(path)\n".utf8))
+    exit(1)
 }
