@@ -53,8 +53,11 @@ enum ConditionsBench {
         // Sizes vary around their means (images 40-60 KB, JSON 1.5-2.5 KB), the
         // same for every setup: equal sizes would make transfers end in lockstep,
         // which no real network does.
+        // DEPOT_BENCH_ETAGS=1 gives the images strong ETags, as real image servers
+        // send: delayable GETs then come in byte ranges (DelayablePacing.rangeBytes).
+        let etags = ProcessInfo.processInfo.environment["DEPOT_BENCH_ETAGS"] == "1"
         let simulator = NetworkSimulator(clock: clock, link: profile.link, routes: (0..<100).flatMap { i in [
-            NetworkSimulator.Route(path: "/image/\(i)", bytes: 40_000 + (i * 7_919) % 20_001),
+            NetworkSimulator.Route(path: "/image/\(i)", bytes: 40_000 + (i * 7_919) % 20_001, headers: etags ? ["ETag": "\"image-\(i)\""] : [:]),
             NetworkSimulator.Route(path: "/json/\(i)", bytes: 1_500 + (i * 613) % 1_001),
         ] })
         let trace = TraceRecorder()
@@ -97,6 +100,10 @@ enum ConditionsBench {
             throw error
         }
         let total = clock.elapsed
+        if etags, case .adaptive = setup {
+            let ranged = simulator.records.filter { $0.path.hasPrefix("/image/") }.count
+            say("\(profile.name): \(ranged) image requests for 100 images; estimate \(controller.connectionEstimate)")
+        }
         if let folder, case .adaptive = setup {
             let file = profile.name.prefix { $0 != " " }.lowercased()
             try trace.svg().write(toFile: "\(folder)/conditions-\(file).svg", atomically: true, encoding: .utf8)
