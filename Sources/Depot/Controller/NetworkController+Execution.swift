@@ -260,8 +260,12 @@ extension NetworkController {
 /// the previous sample become one sample, if there is enough of both.
 final class LinkMeter: Sendable {
     /// The shortest busy time a link sample may cover: bodies arrive in chunks,
-    /// so a short window counts whole chunks whose bytes crossed the link before it.
-    static let minimumWindow = Duration.milliseconds(100)
+    /// so a short window counts whole chunks whose bytes crossed the link
+    /// before it. On a link slower than 20 Mbit/s the sample's bytes take
+    /// longer than this anyway; on a fast one, whose busy spells are short,
+    /// 100 ms kept the first estimate away for 160 ms, and delayable downloads
+    /// came in small blind ranges meanwhile.
+    static let minimumWindow = Duration.milliseconds(25)
 
     /// The controller's running totals.
     final class Counter: Sendable {
