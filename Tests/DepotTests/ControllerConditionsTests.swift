@@ -170,28 +170,6 @@ struct ControllerConditionsTests {
         #expect(harness.simulator.records.filter { $0.path.hasPrefix("/image/") }.count < 55, "the images once measured come whole")
     }
 
-    /// An urgent job sleeping out a `Retry-After` sends nothing: delayable
-    /// work, ranged or whole, runs meanwhile instead of waiting out the backoff.
-    @Test(arguments: [true, false]) func anUrgentJobInBackoffHoldsNoDelayableWorkBack(ranged: Bool) async throws {
-        let harness = Harness(
-            link: .init(bandwidth: 1_000_000, rtt: .milliseconds(100)),
-            routes: [
-                NetworkSimulator.Route(path: "/urgent", bytes: 1_000).failing(1, with: .status(503, headers: ["Retry-After": "30"])),
-                .init(path: "/image/*", bytes: 40_000, headers: ranged ? ["ETag": "\"i\""] : [:]),
-            ])
-        let urgent = harness.controller.enqueue(SimGet(path: "urgent", priority: .high))
-        let images = (0..<3).map { harness.controller.enqueue(SimGet(path: "image/\($0)", priority: .low, category: .images)) }
-
-        try await harness.run(until: { images.allSatisfy(\.isFinished) })
-
-        // The images came while the urgent job slept, well before its retry at 30 s
-        #expect(!urgent.isFinished)
-        #expect(images.allSatisfy { harness.entry($0)?.outcome == .succeeded && (harness.entry($0)?.finished ?? .zero) < .seconds(5) })
-        try await harness.run(until: { urgent.isFinished })
-        #expect(harness.entry(urgent)?.outcome == .succeeded)
-        #expect(harness.simulator.records.filter { $0.path == "/urgent" }.count == 2)
-    }
-
     // MARK: (b) Adaptation
 
     /// 20 Mbit/s, then 100 kbit/s from t = 5 s, then 20 Mbit/s again from t = 200 s.

@@ -14,7 +14,10 @@
 /// the new job's bytes queued ahead of its own later ones. Its own bytes keep
 /// the link busy. Work at `.normal` is not waited for: small requests that
 /// wait on round trips would leave the link idle. Nor is a job sleeping
-/// before a retry (say a long `Retry-After`): it sends nothing meanwhile.
+/// out a long wait before its retry (a `Retry-After` of many seconds): it
+/// sends nothing meanwhile, so delayable work runs until a margin before
+/// the retry (five round trips, at least a second). A short sleep lends
+/// nothing: what started in it would be in the retry's way.
 ///
 /// The budget is `roundTrips` × the measured bandwidth × the minimum round
 /// trip (``ConnectionMonitor``). Until the monitor has a bandwidth estimate,

@@ -101,7 +101,16 @@ extension NetworkController {
             beginBackoff(job: environment.job, attempt: attempt, delay: delay, error: cause)
             let slept: Bool
             do {
-                markBackingOff(job: environment.job)
+                // A long sleep lends the idle link to delayable work, until a
+                // margin before the retry; it counts as backing off only while
+                // it sleeps, so that a simulator never sees it asleep between.
+                if let restEnd = restEnd(sleeping: delay, until: wakeAt) {
+                    markBackingOff(job: environment.job, resting: true)
+                    // Cancelled here, the job is still counted once: endBackoff takes it.
+                    try await timebase.sleepUntil(restEnd)
+                    endRest(job: environment.job)
+                }
+                markBackingOff(job: environment.job, resting: false)
                 try await timebase.sleepUntil(wakeAt)
                 slept = true
             } catch {

@@ -70,16 +70,19 @@ extension NetworkController {
 
     /// Lets go every range waiter that may go on now: called when a job ends.
     func releaseRangeWaiters() {
-        let effects = state.withLock { state -> [Effect] in
-            guard !state.rangeWaiters.isEmpty else { return [] }
-            var effects: [Effect] = []
-            for (id, waiter) in state.rangeWaiters where state.scheduler.mayContinueRanges(of: waiter.job) {
-                state.rangeWaiters[id] = nil
-                effects.append(.resume(waiter.continuation))
-            }
-            return effects
-        }
+        let effects = state.withLock { rangeWaiterResumptions(in: &$0) }
         if !effects.isEmpty { perform(effects) }
+    }
+
+    /// The range waiters that may go on now, taken out of `state`, as effects.
+    func rangeWaiterResumptions(in state: inout State) -> [Effect] {
+        guard !state.rangeWaiters.isEmpty else { return [] }
+        var effects: [Effect] = []
+        for (id, waiter) in state.rangeWaiters where state.scheduler.mayContinueRanges(of: waiter.job) {
+            state.rangeWaiters[id] = nil
+            effects.append(.resume(waiter.continuation))
+        }
+        return effects
     }
 }
 

@@ -59,15 +59,41 @@ extension NetworkController {
     }
 
     /// Counts a job as backing off: call it right before the job sleeps.
-    /// Asleep, it holds no delayable work back (``Scheduler/rest(job:)``).
-    func markBackingOff(job: Ticket.ID) {
+    /// With `resting`, it holds no delayable work back while it sleeps
+    /// (``Scheduler/rest(job:)``) until ``endRest(job:)``.
+    func markBackingOff(job: Ticket.ID, resting: Bool) {
         let effects = state.withLock { state -> [Effect] in
             state.conditions.backingOff += 1
+            guard resting else { return [] }
             let actions = state.scheduler.rest(job: job)
-            return actions.isEmpty ? [] : apply(actions, in: &state, at: timebase.now())
+            var effects = actions.isEmpty ? [] : apply(actions, in: &state, at: timebase.now())
+            effects += rangeWaiterResumptions(in: &state)
+            return effects
         }
         perform(effects)
-        releaseRangeWaiters()
+    }
+
+    /// A resting job woke a margin before its retry: it holds delayable work
+    /// back again, so that what that work has on its way drains before the
+    /// retry goes out. It no longer counts as backing off until it sleeps again.
+    func endRest(job: Ticket.ID) {
+        state.withLock { state in
+            state.conditions.backingOff -= 1
+            state.scheduler.wake(job: job)
+        }
+    }
+
+    /// When a job that sleeps `delay` before its retry may rest, and until
+    /// when: a sleep long enough to be worth lending the link to delayable
+    /// work, until ``restMargin`` before `wakeAt`. `nil` for a short sleep
+    /// (a zero delay after a token refresh, a jittered backoff), in which
+    /// delayable bytes would only get in the retry's way.
+    func restEnd(sleeping delay: Duration, until wakeAt: Duration) -> Duration? {
+        let rtt = measurements.withLock { $0.monitor.rtt } ?? .seconds(1)
+        // A range is four round trips of link (twice the default pacing
+        // budget), and its request one more: let it drain before the retry.
+        let margin = max(.seconds(1), rtt * 5)
+        return delay >= margin * 2 ? wakeAt - margin : nil
     }
 
     func endBackoff(job: Ticket.ID, nextAttempt: Int) {
