@@ -170,6 +170,30 @@ struct ControllerConditionsTests {
         #expect(harness.simulator.records.filter { $0.path.hasPrefix("/image/") }.count < 55, "the images once measured come whole")
     }
 
+    /// A transport that hands over 64 KB a read (as AsyncHTTPClient may on a
+    /// fast link) puts whole reads in a short window: with a 3 KB response
+    /// ending every 6 ms beside a 300 KB one, the estimate of a 10 Mbit/s
+    /// link reached 12.8 Mbit/s from one-read samples. A sample now holds at
+    /// least eight reads.
+    @Test func largeReadsDoNotOverstateTheLink() async throws {
+        let harness = Harness(
+            link: .init(bandwidth: 10_000_000, rtt: .milliseconds(5)),
+            routes: [.init(path: "/large/*", bytes: 300_000), .init(path: "/json/*", bytes: 3_000)],
+            chunkSize: 64 * 1024)
+        var tickets = [harness.controller.enqueue(SimGet(path: "large/0"))]
+        var highest = 0.0
+        for step in 1...300 {
+            if step % 2 == 0 { tickets.append(harness.controller.enqueue(SimGet(path: "json/\(step)"))) }
+            if step % 30 == 0 { tickets.append(harness.controller.enqueue(SimGet(path: "large/\(step)"))) }
+            try await harness.run(until: .milliseconds(3 * step))
+            highest = max(highest, harness.controller.connectionEstimate.bandwidth ?? 0)
+        }
+        #expect(highest > 8_000_000, "the link was measured: \(Int(highest)) bit/s")
+        #expect(highest <= 11_000_000, "the estimate reached \(Int(highest)) bit/s on a 10 Mbit/s link")
+        let all = tickets
+        try await harness.run(until: { all.allSatisfy(\.isFinished) })
+    }
+
     // MARK: (b) Adaptation
 
     /// 20 Mbit/s, then 100 kbit/s from t = 5 s, then 20 Mbit/s again from t = 200 s.

@@ -275,15 +275,21 @@ final class LinkMeter: Sendable {
     /// 100 ms kept the first estimate away for 160 ms, and delayable downloads
     /// came in small blind ranges meanwhile.
     static let minimumWindow = Duration.milliseconds(25)
+    /// The fewest chunks a link sample may hold: its first chunk's bytes
+    /// crossed the link before the window, so with eight a sample overstates
+    /// the link by at most an eighth, however large the transport's reads
+    /// (64 KB on a fast link read 1.77 times a 10 Mbit/s link over 25 ms).
+    static let minimumChunks: Int64 = 8
 
     /// The controller's running totals.
     final class Counter: Sendable {
         private struct State {
             var bytes: Int64 = 0
+            var chunks: Int64 = 0
             var active = 0
             var busy: Duration = .zero
             var busySince: Duration = .zero
-            var lastSample: (busy: Duration, bytes: Int64) = (.zero, 0)
+            var lastSample: (busy: Duration, bytes: Int64, chunks: Int64) = (.zero, 0, 0)
         }
 
         private let state = Mutex(State())
@@ -303,9 +309,12 @@ final class LinkMeter: Sendable {
             }
         }
 
-        /// Body bytes arrived.
+        /// A chunk of body bytes arrived.
         func add(_ bytes: Int64) {
-            state.withLock { $0.bytes += bytes }
+            state.withLock { state in
+                state.bytes += bytes
+                state.chunks += 1
+            }
         }
 
         /// A transfer that had begun ended; with `minimumBytes`, also takes a sample.
@@ -326,8 +335,9 @@ final class LinkMeter: Sendable {
         private static func takeSample(at time: Duration, minimumBytes: Int64, in state: inout State) -> (bytes: Int64, busy: Duration)? {
             let busy = state.busy + (state.active > 0 ? time - state.busySince : .zero)
             let delta = (bytes: state.bytes - state.lastSample.bytes, busy: busy - state.lastSample.busy)
-            guard delta.busy >= LinkMeter.minimumWindow, delta.bytes >= minimumBytes else { return nil }
-            state.lastSample = (busy, state.bytes)
+            guard delta.busy >= LinkMeter.minimumWindow, delta.bytes >= minimumBytes,
+                  state.chunks - state.lastSample.chunks >= LinkMeter.minimumChunks else { return nil }
+            state.lastSample = (busy, state.bytes, state.chunks)
             return delta
         }
     }
