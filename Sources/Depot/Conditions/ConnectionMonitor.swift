@@ -13,9 +13,9 @@ import Foundation
 ///   ``Configuration/minimumMeasurableBytes``. Smaller samples say more about
 ///   latency than about bandwidth. A ``NetworkController`` measures the link,
 ///   not one body: its samples are windows of at least four times that many
-///   bytes, over at least 25 ms of the time at least one body was arriving,
-///   whichever transfers carried them, so many small responses measure the
-///   link too.
+///   bytes and eight reads, over at least 25 ms of the time at least one
+///   body was arriving, whichever transfers carried them, so many small
+///   responses measure the link too.
 /// - Round-trip time is a moving average of every transfer's time to first byte
 ///   (which includes server time), as in TCP's smoothed RTT. The minimum round
 ///   trip of the last ``Configuration/minimumRTTWindow`` is kept too.
