@@ -227,7 +227,7 @@ enum TransportBench {
     /// `work` adds that many microseconds of pure computation (this thread's CPU,
     /// see ``BusyWork``), half before the request and half after: the price of
     /// any client-side work per request on the network, event loops included
-    /// (Benchmarks/NOTES.md, "What 10% allows").
+    /// (Benchmarks/NOTES.md, "transport").
     static func ahcRaw(base: URL, concurrency: Int, hop: Hop = .none, work: Double = 0) throws -> (Int) async throws -> Void {
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: AsyncHTTPClientTransport.defaultConfiguration)
         let executors = (0..<concurrency).map { _ in LoopExecutor(HTTPClient.defaultEventLoopGroup.next()) }
