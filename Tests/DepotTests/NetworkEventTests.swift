@@ -92,29 +92,38 @@ import Testing
     @Test func eventsArePostedAsNotifications() async throws {
         try await withServer { server in
             let center = NotificationCenter()
-            let seen = Locked<[(name: Notification.Name, operation: String, error: DepotError.Code?, hasObject: Bool, keys: Int)]>([])
+            let seen = Locked<[(name: Notification.Name, operation: String, error: DepotError.Code?, object: ObjectIdentifier?, keys: Int)]>([])
             let names: [Notification.Name] = [.depotOperationEnqueued, .depotOperationStarted, .depotOperationFinished, .depotOperationFailed]
             let observers = names.map { name in
                 center.addObserver(forName: name, object: nil, queue: nil) { note in
                     let event = note.userInfo?[NetworkEvent.UserInfoKey.event] as? NetworkEvent
                     let error = note.userInfo?[NetworkEvent.UserInfoKey.error] as? DepotError
                     if let event, event.notificationName == note.name {
-                        seen.withLock { $0.append((note.name, event.operation ?? "", error?.code, note.object != nil, note.userInfo?.count ?? 0)) }
+                        seen.withLock { $0.append((note.name, event.operation ?? "", error?.code, note.object.map { ObjectIdentifier($0 as AnyObject) }, note.userInfo?.count ?? 0)) }
                     }
                 }
             }
             defer { observers.forEach(center.removeObserver) }
+            // An observer of another controller on the same center hears none of them
+            let other = NetworkController(configuration: .init(transport: FixtureTransport(), notificationCenter: center))
+            let overheard = Locked(0)
+            let otherObserver = center.addObserver(forName: .depotOperationEnqueued, object: other, queue: nil) { _ in overheard.withLock { $0 += 1 } }
+            defer { center.removeObserver(otherObserver) }
+            var poster: ObjectIdentifier?
             try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.notificationCenter = center }) { controller in
+                poster = ObjectIdentifier(controller)
                 _ = try await controller.perform(FetchHello())
                 _ = try? await controller.perform(FetchHello(.status(404)))
             }
+            _ = await other.shutdown(grace: .zero)
             let recorded = seen.value
             #expect(recorded.map(\.name) == [.depotOperationEnqueued, .depotOperationStarted, .depotOperationFinished, .depotOperationEnqueued, .depotOperationStarted, .depotOperationFailed])
             #expect(recorded.allSatisfy { $0.operation == "FetchHello" })
             // Only the failure carries the error under its own key.
             #expect(recorded.map(\.error) == [nil, nil, nil, nil, nil, .notFound])
-            // Posted without an object (Events/Notifications.swift says why).
-            #expect(recorded.allSatisfy { !$0.hasObject })
+            // Posted with their controller as the object, so one controller can be followed
+            #expect(poster != nil && recorded.allSatisfy { $0.object == poster })
+            #expect(overheard.value == 0)
             #expect(recorded.map(\.keys) == [1, 1, 1, 1, 1, 2])
         }
     }

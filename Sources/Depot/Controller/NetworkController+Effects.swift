@@ -240,7 +240,7 @@ extension NetworkController {
         telemetry.metrics?.observe(event)
         // Progress is too frequent for NotificationCenter; it stays on `events` and `Ticket.progress`.
         if case .progress = event.detail { return }
-        configuration.notificationCenter?.post(name: event.notificationName, object: nil, userInfo: event.userInfo)
+        configuration.notificationCenter?.post(name: event.notificationName, object: self, userInfo: event.userInfo)
     }
 
     func perform(_ effects: [Effect]) {

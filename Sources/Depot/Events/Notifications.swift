@@ -3,28 +3,19 @@ import Foundation
 // Every notification Depot posts is declared in this file.
 //
 // Each is posted on the controller's `Configuration.notificationCenter`
-// (`NotificationCenter.default` unless you choose another), with no object
-// and this userInfo:
+// (`NotificationCenter.default` unless you choose another), with the
+// controller as its object (so an observer can follow one controller) and
+// this userInfo:
 //
 // | key                                  | value                  |
 // |--------------------------------------|------------------------|
 // | `NetworkEvent.UserInfoKey.event`     | the `NetworkEvent` (its `ticket`, `operation`, `time` and `kind`) |
 // | `NetworkEvent.UserInfoKey.error`     | the `DepotError` (`.depotOperationFailed` only) |
 //
-// Why no object, and one key: on Linux, NotificationCenter turns a post's
-// object into an `AnyObject` with a dynamic cast, under its own lock, and a
-// `[AnyHashable: Any]` costs an AnyHashable comparison (another dynamic cast)
-// for every key that lands in an occupied bucket. With three posts per
-// operation these were the controller's largest costs (Benchmarks/NOTES.md): a post
-// with the controller as its object took 1.0–1.8 µs against 0.3–0.5 µs
-// without, and the lock made posts from two threads wait for each other.
-// (Alamofire posts its request notifications without an object too.) To tell
-// two controllers' notifications apart, give each its own
-// `notificationCenter`, or read `controller.events`. Ticket ids are unique
-// across the controllers of a process.
+// Progress is not posted (it stays on `events` and `Ticket.progress`).
 //
 // ```swift
-// center.addObserver(forName: .depotOperationFailed, object: nil, queue: .main) { note in
+// center.addObserver(forName: .depotOperationFailed, object: controller, queue: .main) { note in
 //     guard let event = note.userInfo?[NetworkEvent.UserInfoKey.event] as? NetworkEvent else { return }
 //     print(event.operation, event.ticket, note.userInfo?[NetworkEvent.UserInfoKey.error] ?? "")
 // }
