@@ -36,6 +36,31 @@ import Testing
         #expect(DepotError.excerpt(of: Data()) == nil)
     }
 
+    /// An offline error whose cause is long (NIO's connection errors list every
+    /// address tried) is cut, and the brackets it cut open are closed again.
+    @Test func aLongUnderlyingErrorIsCutWithBalancedBrackets() {
+        struct Long: Error, CustomStringConvertible {
+            var description: String {
+                "NIOConnectionError(host: \"127.0.0.1\", port: 9, connectionErrors: [SingleConnectionFailure(target: [IPv4]127.0.0.1/127.0.0.1:9, error: connection reset (error set): Connection refused (errno: 111)), "
+                    + String(repeating: "more ", count: 40) + ")])"
+            }
+        }
+        let error = DepotError(.offline, operation: "FetchFeed", underlying: Long())
+        let text = error.description
+        #expect(text.hasPrefix("FetchFeed failed: host unreachable (offline) (NIOConnectionError(host:"))
+        #expect(text.contains("…"))
+        var depth = 0
+        for character in text {
+            if "([{".contains(character) { depth += 1 }
+            if ")]}".contains(character) { depth -= 1 }
+            #expect(depth >= 0, "\(text)")
+        }
+        #expect(depth == 0, "\(text)")
+        // A short cause is kept whole.
+        #expect(DepotError(.offline, underlying: URLError(.notConnectedToInternet)).description.hasSuffix(")"))
+        #expect(DepotError.clipped("(short)", limit: 160) == "(short)")
+    }
+
     @Test func keepsTheUnderlyingError() {
         let cause = URLError(.cannotConnectToHost)
         let error = URLSessionTransport.map(cause)

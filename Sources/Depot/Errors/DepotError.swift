@@ -186,7 +186,28 @@ public struct DepotError: Error, Sendable, CustomStringConvertible, LocalizedErr
 
     private var underlyingSuffix: String {
         guard let underlying else { return "" }
-        return " (\((redactedUnderlying ?? String(describing: underlying)).prefix(160)))"
+        return " (\(Self.clipped(redactedUnderlying ?? String(describing: underlying), limit: 160)))"
+    }
+
+    /// The first `limit` characters of `text`, with "…" where it was cut and
+    /// the brackets it cut open closed again, so that the sentence around it
+    /// stays balanced: "(connectionErrors: [refused (errno 111…])".
+    static func clipped(_ text: String, limit: Int) -> String {
+        guard text.count > limit else { return text }
+        var cut = String(text.prefix(limit)) + "…"
+        var open: [Character] = []
+        for character in cut {
+            switch character {
+            case "(": open.append(")")
+            case "[": open.append("]")
+            case "{": open.append("}")
+            case ")", "]", "}":
+                if open.last == character { open.removeLast() }
+            default: break
+            }
+        }
+        cut.append(contentsOf: open.reversed())
+        return cut
     }
 
     /// Builds the error for a status the operation does not accept, following the
