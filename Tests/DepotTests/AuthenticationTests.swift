@@ -249,6 +249,12 @@ import Testing
 
             // Then each fails with .unauthorized, after ONE refresh, and the app hears it once
             #expect(results.allSatisfy { $0.error?.code == .unauthorized })
+            // And each says so, naming the token endpoint's answer rather than passing it off as its own
+            for result in results {
+                let error = try #require(result.error)
+                #expect(error.status == nil)
+                #expect(error.description.contains("signed out: the refresh was refused (the token endpoint answered 400 Bad Request)"), "\(error)")
+            }
             #expect(setup.authenticator.refreshCount == 1)
             #expect(setup.refreshesSeenByServer == 2)  // ours above, and the refused one
             await setup.log.wait(for: .signedOut)

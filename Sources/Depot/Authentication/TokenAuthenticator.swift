@@ -62,6 +62,9 @@ public final class TokenAuthenticator: Sendable {
         var generation = 0
         var refresh: Task<Result<TokenCredential, DepotError>, Never>?
         var refreshes = 0
+        /// Why the session ended, when a refused refresh ended it: what a
+        /// request refused after that fails with. Cleared by a sign-in.
+        var refusal: DepotError?
     }
 
     private struct Listener: Sendable {
@@ -120,6 +123,7 @@ public final class TokenAuthenticator: Sendable {
         state.withLock { state in
             state.loaded = true
             state.credential = credential
+            state.refusal = nil
             // A refresh of the old session may still run: nobody joins it now,
             // and its outcome no longer applies (see `performRefresh`).
             state.refresh = nil
@@ -138,17 +142,18 @@ public final class TokenAuthenticator: Sendable {
     /// Drops the credential and any refresh in one step (so no request can
     /// start another refresh with the refused token), then tells storage and controllers.
     private func signOut(reason: String) async {
-        _ = await signOut(reason: reason, ifStill: nil)
+        _ = await signOut(reason: reason, ifStill: nil, refusal: nil)
     }
 
     /// Signs out unless a sign-in or sign-out since `generation` (when given)
     /// made the question moot; then returns what the current credential
     /// means for a waiting request instead.
-    private func signOut(reason: String, ifStill generation: Int?) async -> Result<TokenCredential, DepotError>? {
+    private func signOut(reason: String, ifStill generation: Int?, refusal: DepotError?) async -> Result<TokenCredential, DepotError>? {
         let superseded = state.withLock { state -> Result<TokenCredential, DepotError>? in
-            if let generation, state.generation != generation { return Self.outcome(of: state.credential) }
+            if let generation, state.generation != generation { return Self.outcome(of: state.credential, refusal: state.refusal) }
             state.loaded = true
             state.credential = nil
+            state.refusal = refusal
             state.refresh = nil
             state.generation += 1
             return nil
@@ -160,8 +165,8 @@ public final class TokenAuthenticator: Sendable {
     }
 
     /// What a request waiting for a refresh gets when the session changed under it.
-    private static func outcome(of credential: TokenCredential?) -> Result<TokenCredential, DepotError> {
-        guard let credential else { return .failure(DepotError(.unauthorized, detail: "signed out")) }
+    private static func outcome(of credential: TokenCredential?, refusal: DepotError?) -> Result<TokenCredential, DepotError> {
+        guard let credential else { return .failure(refusal ?? DepotError(.unauthorized, detail: "signed out")) }
         return .success(credential)
     }
 
@@ -249,9 +254,13 @@ public final class TokenAuthenticator: Sendable {
         // Refused with a token just renewed: refreshing again would loop.
         guard !attempt.followsRefresh else { return .proceed }
         let sentToken = String(sent.dropFirst("Bearer ".count))
-        let current = state.withLock { $0.credential }
+        let (current, refusal) = state.withLock { ($0.credential, $0.refusal) }
         guard let current else {
-            return .fail(DepotError(.unauthorized, operation: attempt.operationName, status: 401, detail: "signed out"))
+            // Signed out while this request was out: say why, as the requests
+            // that waited for the refused refresh do.
+            var error = refusal ?? DepotError(.unauthorized, status: 401, detail: "signed out")
+            error.operation = attempt.operationName
+            return .fail(error)
         }
         // Someone renewed the token since this request went out: just try again.
         if current.accessToken != sentToken { return InterceptorDecision(base: .retryAuthenticated) }
@@ -278,10 +287,7 @@ public final class TokenAuthenticator: Sendable {
             return task
         }
         guard let task else {
-            guard let current = state.withLock({ $0.credential }) else {
-                return .failure(DepotError(.unauthorized, detail: "signed out"))
-            }
-            return .success(current)
+            return state.withLock { Self.outcome(of: $0.credential, refusal: $0.refusal) }
         }
         return await task.value
     }
@@ -308,23 +314,38 @@ public final class TokenAuthenticator: Sendable {
         switch outcome {
         case .success(let fresh):
             let superseded = state.withLock { state -> Result<TokenCredential, DepotError>? in
-                guard state.generation == generation else { return Self.outcome(of: state.credential) }
+                guard state.generation == generation else { return Self.outcome(of: state.credential, refusal: state.refusal) }
                 state.credential = fresh
                 state.refresh = nil
                 return nil
             }
             if let superseded { return superseded }
             try? await storage.save(fresh)
+            for controller in controllers() { controller.credentialsRenewed() }
             return .success(fresh)
         case .failure(let error) where Self.isRefusal(error):
-            if let superseded = await signOut(reason: "the refresh was refused", ifStill: generation) { return superseded }
-            return .failure(DepotError(.unauthorized, status: error.status, detail: "signed out: the refresh was refused", underlying: error))
+            let refusal = Self.refused(error)
+            if let superseded = await signOut(reason: "the refresh was refused", ifStill: generation, refusal: refusal) { return superseded }
+            return .failure(refusal)
         case .failure(let error):
             state.withLock { state in
                 if state.generation == generation { state.refresh = nil }
             }
             return .failure(error)
         }
+    }
+
+    /// What every request that waited for a refused refresh fails with: it
+    /// says the user was signed out, and names the token endpoint's answer.
+    /// The status is not the request's own, so it is left out of `status`.
+    static func refused(_ error: DepotError) -> DepotError {
+        let answer: String
+        if let status = error.status {
+            answer = "the token endpoint answered \(status) \(HTTPStatus.reasonPhrase(status))"
+        } else {
+            answer = error.detail ?? "\(error.code)"
+        }
+        return DepotError(.unauthorized, detail: "signed out: the refresh was refused (\(answer))", underlying: error)
     }
 
     /// 400 (`invalid_grant`) or 401 from the token endpoint, or no refresh token at all.
