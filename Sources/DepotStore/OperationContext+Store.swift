@@ -55,6 +55,23 @@ extension NetworkController.Configuration {
 }
 
 extension NetworkController {
+    /// Makes a controller whose operations, results and sync statuses use
+    /// `store`: the same as setting ``Depot/NetworkController/Configuration/store``
+    /// before making it. (`Configuration` lives in Depot, which does not know
+    /// the store, so its initializer cannot take one.)
+    ///
+    /// For example:
+    ///
+    /// ```swift
+    /// let store = try Store(path: cacheURL.path, migrator: migrator)
+    /// let controller = NetworkController(configuration: .init(baseURL: serverURL), store: store)
+    /// ```
+    public convenience init(configuration: Configuration, store: Store) {
+        var configuration = configuration
+        configuration.store = store
+        self.init(configuration: configuration)
+    }
+
     /// The store this controller hands to its operations, if any.
     public var store: Store? { configuration.store }
 }

@@ -242,6 +242,48 @@ extension OutboxTests {
         }
     }
 
+    /// A refused token refresh signs the user out and holds the lane; signing
+    /// in again lets it go by itself (no `resumeHeld()`), and the entry is
+    /// sent with its key and accepted.
+    @Test func aLaneHeldByARefusedRefreshResumesWhenTheUserSignsInAgain() async throws {
+        let serverClock = ManualClock()
+        try await DemoServer.withRunning(.init(host: "127.0.0.1", port: 0, clock: serverClock)) { server in
+            try await withSetup { setup in
+                let store = try setup.store()
+                let tokens = OAuth2TokenEndpoint(url: server.baseURL.appending(path: "oauth/token"), clientID: "tests")
+                let authenticator = TokenAuthenticator(for: server.baseURL, refresher: .oauth2(tokens), refreshWindow: .zero, exempting: [tokens.url])
+                let controller = NetworkController(
+                    configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), authenticator: authenticator, notificationCenter: nil),
+                    store: store)
+                let outbox = Outbox(store: store, controller: controller, types: [CreateTask.self])
+                let signIn = { await authenticator.signIn(try await controller.perform(tokens.passwordGrant(username: "admin", password: "secret"))) }
+                try await signIn()
+                // Given a refresh token that is worthless (used elsewhere) and an expired access token
+                let stale = try #require(await authenticator.currentCredential()?.refreshToken)
+                var reuse = TransportRequest(url: tokens.url, method: .post)
+                reuse.headers["Content-Type"] = "application/x-www-form-urlencoded"
+                reuse.body = Data("grant_type=refresh_token&refresh_token=\(stale)".utf8)
+                #expect(try await AsyncHTTPClientTransport().send(reuse).status == 200)
+                serverClock.advance(by: .seconds(3601))
+
+                // When a mutation goes out: 401, the refresh is refused, the lane is held
+                let ticket = try await outbox.send(CreateTask(payload: "Call Ann"))
+                let held = await Self.firstSnapshot(of: outbox) { !$0.heldLanes.isEmpty }
+                #expect(held?.heldLanes == ["CreateTask"] && held?.pendingCount == 1)
+                #expect(authenticator.isSignedOut)
+
+                // Then signing in again sends it, with nothing else asked of the app
+                try await signIn()
+                #expect(try await ticket.outcome().get().status == 201)
+                #expect(try await outbox.snapshot().heldLanes.isEmpty)
+                #expect(try await outbox.entries().isEmpty)
+                _ = await controller.shutdown(grace: .zero)
+                await outbox.waitUntilIdle()
+                try await store.close()
+            }
+        }
+    }
+
     /// Rows an older version queued that the new payload type cannot decode
     /// are surfaced as failed, with the reason; the launch goes on, other
     /// entries are sent, and the app can discard the failed one.

@@ -52,6 +52,103 @@ extension OutboxTests {
         }
     }
 
+    /// While the network is gone an entry's attempt waits for it: its step is
+    /// `waitingForNetwork` and the snapshot says so rather than "sending".
+    /// When the network is back it goes out (`sending`) and commits.
+    @Test func anEntryWaitingForTheNetworkSaysSoAndIsNotSending() async throws {
+        try await withSetup { setup in
+            let store = try setup.store()
+            let transport = FixtureTransport(["/tasks": .data(Data("{}".utf8), status: 201)])
+            transport.isOffline = true
+            let clock = ManualClock()
+            let controller = NetworkController(
+                configuration: .init(baseURL: URL(string: "http://offline.test")!, transport: transport, clock: clock, notificationCenter: nil),
+                store: store)
+            let outbox = Outbox(store: store, controller: controller, types: [CreateTask.self])
+            let events = controller.events
+            let ticket = try await outbox.send(CreateTask(payload: "Call Ann"))
+
+            // While offline: waiting for the network, not sending
+            let waiting = await Self.firstSnapshot(of: outbox) { $0.isWaitingForNetwork }
+            #expect(waiting?.isSending == false && waiting?.pendingCount == 1)
+            let status = await OutboxStatus(outbox: outbox)
+            await Self.waitOnTheMainActor(until: { status.isWaitingForNetwork })
+            #expect(await status.isSending == false)
+
+            // And the probes that find no network do not make it flap to "sending"
+            for probe in 1...2 {
+                await clock.sleepers(atLeast: 1)
+                clock.advance(by: .seconds(30))
+                #expect(try await outbox.snapshot().isWaitingForNetwork, "probe \(probe)")
+            }
+
+            // When the network is back, the next probe finds it and it is sent
+            transport.isOffline = false
+            await clock.sleepers(atLeast: 1)
+            clock.advance(by: .seconds(30))
+            #expect(try await ticket.outcome().get().status == 201)
+            var followed: [NetworkEvent.OutboxChange.Step] = []
+            for await event in events {
+                guard let change = event.outbox, change.entry == ticket.id.rawValue, let step = change.step else { continue }
+                followed.append(step)
+                if step.isFinal { break }
+            }
+            #expect(followed.prefix(3) == [.queued, .sending, .waitingForNetwork], "\(followed)")
+            #expect(followed.last == .committed)
+            #expect(followed.filter { $0 == .waitingForNetwork }.count == 1, "\(followed)")
+            let after = try await outbox.snapshot()
+            #expect(!after.isWaitingForNetwork && !after.isSending && after.pendingCount == 0)
+            _ = await controller.shutdown(grace: .zero)
+            await outbox.waitUntilIdle()
+            try await store.close()
+        }
+    }
+
+    /// A post written under its local id and committed with the server's id
+    /// keeps the local id as its identity (the server's id in a column of its
+    /// own): live results see ONE update of the same row, never the row
+    /// vanishing and coming back.
+    @Test @MainActor func aCommitThatBringsTheServerIDIsOneUpdateOfTheSameRow() async throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        do {
+            let store = try Setup(folder: folder).store()
+            let transport = FixtureTransport(["/posts": .data(Data(#"{"id": 42, "text": "hi"}"#.utf8), status: 201)])
+            transport.isOffline = true
+            let clock = ManualClock()
+            let controller = NetworkController(
+                configuration: .init(baseURL: URL(string: "http://offline.test")!, transport: transport, clock: clock, notificationCenter: nil),
+                store: store)
+            let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
+            let results = try ResultsController(store: store, request: PostRow.order(Column("localID")))
+            var updates = results.updates().makeAsyncIterator()
+            #expect(await updates.next()?.snapshot.isEmpty == true)
+
+            // The optimistic row arrives (as section 0: the results were empty)
+            let ticket = try await outbox.send(SendPost("local-1", "hi"))
+            let pending = try #require(await updates.next())
+            #expect(pending.changes?.insertedSections == [0])
+            #expect(pending.snapshot.fetchedObjects == [PostRow(localID: "local-1", serverID: nil, text: "hi", isPending: true)])
+
+            // When the network is back and the server answers with its id
+            transport.isOffline = false
+            await clock.sleepers(atLeast: 1)
+            clock.advance(by: .seconds(30))
+            #expect(try await ticket.outcome().get().status == 201)
+
+            // Then the same row is updated in place
+            let committed = try #require(await updates.next())
+            let changes = try #require(committed.changes)
+            #expect(changes.updated == [ItemPath(section: 0, item: 0)], "\(changes)")
+            #expect(changes.inserted.isEmpty && changes.deleted.isEmpty && changes.moved.isEmpty)
+            #expect(changes.insertedSections.isEmpty && changes.deletedSections.isEmpty)
+            #expect(committed.snapshot.fetchedObjects == [PostRow(localID: "local-1", serverID: 42, text: "hi", isPending: false)])
+            _ = await controller.shutdown(grace: .zero)
+            await outbox.waitUntilIdle()
+            try await store.close()
+        }
+    }
+
     /// Each entry's steps are controller events, in order; a ticket follows
     /// its own, and one decided already reports its final step at once.
     @Test func everyStepOfAnEntryIsAnEventAndTheTicketFollowsIt() async throws {
@@ -122,4 +219,9 @@ extension OutboxTests {
             await #expect(throws: DepotError.self) { try await outbox.discard(id.id) }
         }
     }
+}
+
+extension OutboxTests.PostRow: Identifiable {
+    /// The local id: it stays when the server's id arrives.
+    var id: String { localID }
 }

@@ -80,6 +80,8 @@ public final class NetworkController: Sendable {
         var runsWork: Bool { !isShutDown || graceOpen }
         /// What the grace also waits for (outboxes' delivery loops), by registration.
         var exitParticipants: [UInt64: @Sendable () async -> Void] = [:]
+        /// Called when credentials come back: a sign-in or a successful refresh.
+        var credentialsListeners: [@Sendable () -> Void] = []
         var report: ShutdownReport?
         var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         /// Delayable downloads waiting to ask for their next byte range while
@@ -230,13 +232,16 @@ public final class NetworkController: Sendable {
     /// ``perform(_:after:)`` for a participant of the grace period (an
     /// outbox): once ``shutdown(grace:)`` began, a `.finish` operation is
     /// still admitted until the grace ends.
+    ///
+    /// `onEvent` sees the ticket's events in order, before subscribers do.
     package func perform<Operation: NetworkOperation>(
         _ operation: Operation,
         after dependencies: [Ticket] = [],
-        admittedDuringGrace: Bool
+        admittedDuringGrace: Bool,
+        onEvent: (@Sendable (NetworkEvent) -> Void)? = nil
     ) async throws(DepotError) -> Operation.Output {
         // The ticket exists before the handler, so the handler needs no lock to find it.
-        let ticket = makeTicket(for: operation)
+        let ticket = makeTicket(for: operation, tap: onEvent)
         let result = await withTaskCancellationHandler {
             // An unsafe continuation (the checked one costs an allocation per call) is
             // sound because `deliver` below runs exactly once:
@@ -271,9 +276,9 @@ public final class NetworkController: Sendable {
         }
     }
 
-    private func makeTicket<Operation: NetworkOperation>(for operation: Operation) -> Ticket {
+    private func makeTicket<Operation: NetworkOperation>(for operation: Operation, tap: (@Sendable (NetworkEvent) -> Void)? = nil) -> Ticket {
         let id = Ticket.ID(rawValue: Self.ticketCounter.wrappingAdd(1, ordering: .relaxed).newValue)
-        return Ticket(id: id, operationName: operation.name, controller: self)
+        return Ticket(id: id, operationName: operation.name, controller: self, tap: tap)
     }
 
     /// - Parameters:

@@ -67,12 +67,16 @@ public final class Ticket: Hashable, Sendable, CustomStringConvertible {
     /// Weak: a ticket kept after its controller is gone cancels nothing.
     /// (A reference, not a closure: one allocation less per operation.)
     private weak let controller: NetworkController?
+    /// Sees this ticket's events, in order, before subscribers do (an outbox
+    /// follows its delivery's waits this way).
+    private let tap: (@Sendable (NetworkEvent) -> Void)?
 
-    init(id: ID, operationName: String, controller: NetworkController?) {
+    init(id: ID, operationName: String, controller: NetworkController?, tap: (@Sendable (NetworkEvent) -> Void)? = nil) {
         self.id = id
         self.operationName = operationName
         self.state = Mutex(State())
         self.controller = controller
+        self.tap = tap
     }
 
     /// Cancels the operation. Its completion is called with `.cancelled` unless it
@@ -120,6 +124,7 @@ public final class Ticket: Hashable, Sendable, CustomStringConvertible {
     func deliverInOrder(_ event: NetworkEvent, _ deliver: (NetworkEvent) -> Void) {
         var next = state.withLock { $0.events.admit(event) }
         while let current = next {
+            tap?(current)
             deliver(current)
             next = state.withLock { $0.events.next() }
         }

@@ -128,6 +128,9 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
             public static let queued = Step(name: "queued")
             /// An attempt is under way.
             public static let sending = Step(name: "sending")
+            /// Its attempt waits for the network (the controller is offline);
+            /// it goes out, as ``sending``, once the network is back.
+            public static let waitingForNetwork = Step(name: "waitingForNetwork")
             /// The attempt reached no final answer (offline, 5xx, 408, 429,
             /// still processing); it stays queued and is tried again.
             public static let willRetry = Step(name: "willRetry")
@@ -158,21 +161,25 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
         public var pending: Int
         /// Mutations stopped with an error that wait for the app (retry or discard).
         public var failed: Int
-        /// Whether one is being sent now.
+        /// Whether one is being sent now (not counting those that wait for the network).
         public var isSending: Bool
+        /// Whether one waits for the network to come back.
+        public var isWaitingForNetwork: Bool
 
         /// Makes a change (DepotStore's outbox does).
-        public init(entry: Int64?, step: Step?, pending: Int, failed: Int, isSending: Bool) {
+        public init(entry: Int64?, step: Step?, pending: Int, failed: Int, isSending: Bool, isWaitingForNetwork: Bool = false) {
             self.entry = entry
             self.step = step
             self.pending = pending
             self.failed = failed
             self.isSending = isSending
+            self.isWaitingForNetwork = isWaitingForNetwork
         }
 
         public var description: String {
             let what = entry.map { "#\($0) \(step.map(\.description) ?? "changed")" } ?? "outbox"
-            return "\(what): \(pending) pending, \(failed) failed\(isSending ? ", sending" : "")"
+            let doing = isSending ? ", sending" : isWaitingForNetwork ? ", waiting for network" : ""
+            return "\(what): \(pending) pending, \(failed) failed\(doing)"
         }
     }
 

@@ -78,6 +78,7 @@ extension Outbox {
                 continue
             }
             await changed(key, .sending)
+            let epoch = state.withLock { $0.credentialsEpoch }
             let disposition: Disposition
             if let type = types[entry.typeName], let mutation = try? Self.rebuild(type, from: next.payload) {
                 disposition = await deliver(mutation, entry: entry)
@@ -125,11 +126,16 @@ extension Outbox {
                     return
                 }
             case .held:
-                state.withLock { state in
+                // Credentials that came back while the attempt ran were not
+                // the ones refused: try again with them rather than hold.
+                let held = state.withLock { state -> Bool in
+                    guard state.credentialsEpoch == epoch else { return false }
                     state.held.insert(lane)
                     state.running[lane] = nil
+                    return true
                 }
                 leaveInFlight(key)
+                if !held { continue }
                 await changed(key, .held)
                 return
             case .stop:
@@ -150,8 +156,7 @@ extension Outbox {
         let key = entry.id.rawValue
         let response: NetworkResponse
         do {
-            // Admitted during the shutdown grace too: queued sends get it, one after another.
-            response = try await controller.perform(OutboxDelivery(mutation: mutation, idempotencyKey: entry.idempotencyKey, waitsForNetwork: waitsForNetwork), admittedDuringGrace: true)
+            response = try await attempt(mutation, entry: entry).get()
         } catch {
             switch error.code {
             case .cancelled, .shutDown:
@@ -191,6 +196,40 @@ extension Outbox {
         }
         if status == 401 { return .held }
         return await rollBack(mutation, key: key, error: error)
+    }
+
+    /// Sends `mutation` once through the controller, and tells subscribers,
+    /// in order and before the answer is judged, when the attempt waits for
+    /// the network (``NetworkEvent/OutboxChange/Step/waitingForNetwork``)
+    /// and when it goes out again (``NetworkEvent/OutboxChange/Step/sending``).
+    private func attempt<M: Mutation>(_ mutation: M, entry: OutboxEntry) async -> Result<NetworkResponse, DepotError> {
+        let key = entry.id.rawValue
+        let (steps, continuation) = AsyncStream.makeStream(of: NetworkEvent.OutboxChange.Step.self)
+        let delivery = OutboxDelivery(mutation: mutation, idempotencyKey: entry.idempotencyKey, waitsForNetwork: waitsForNetwork)
+        async let answer: Result<NetworkResponse, DepotError> = {
+            defer { continuation.finish() }
+            do throws(DepotError) {
+                // Admitted during the shutdown grace too: queued sends get it, one after another.
+                return .success(try await controller.perform(delivery, admittedDuringGrace: true) { [weak self] event in
+                    guard let self else { return }
+                    // An offline controller's probe starts the attempt again:
+                    // it is still waiting until the probe finds the network.
+                    let waiting = event.kind == .waitingForNetwork
+                    let going = event.kind == .progress || (event.kind == .started && controller.quality != .offline)
+                    guard waiting || going else { return }
+                    let changed = state.withLock { state in
+                        waiting ? state.waitingForNetwork.insert(key).inserted : state.waitingForNetwork.remove(key) != nil
+                    }
+                    if changed { continuation.yield(waiting ? .waitingForNetwork : .sending) }
+                })
+            } catch {
+                return .failure(error)
+            }
+        }()
+        for await step in steps { await changed(key, step) }
+        let result = await answer
+        state.withLock { _ = $0.waitingForNetwork.remove(key) }
+        return result
     }
 
     /// A permanent failure: roll back and remove, in one transaction.

@@ -26,8 +26,10 @@ extension Outbox {
                 if !busy, state.countChanges == 0, state.countGeneration == generation { state.counted = counts }
             }
         }
-        let (isSending, held, rolledBack) = state.withLock { (!$0.inFlight.isEmpty, $0.held, $0.rolledBack) }
-        return OutboxSnapshot(pendingCount: counts.pending, isSending: isSending, heldLanes: held, failed: counts.failed, rolledBack: rolledBack)
+        let (isSending, isWaiting, held, rolledBack) = state.withLock { state in
+            (!state.inFlight.isSubset(of: state.waitingForNetwork), !state.waitingForNetwork.isEmpty, state.held, state.rolledBack)
+        }
+        return OutboxSnapshot(pendingCount: counts.pending, isSending: isSending, isWaitingForNetwork: isWaiting, heldLanes: held, failed: counts.failed, rolledBack: rolledBack)
     }
 
     /// A write that changes the queue; the kept counts follow it: on
@@ -104,7 +106,8 @@ extension Outbox {
         if latest || entry != nil {
             controller.publish(.outboxChanged(NetworkEvent.OutboxChange(
                 entry: entry, step: step,
-                pending: snapshot.pendingCount, failed: snapshot.failed.count, isSending: snapshot.isSending)))
+                pending: snapshot.pendingCount, failed: snapshot.failed.count, isSending: snapshot.isSending,
+                isWaitingForNetwork: snapshot.isWaitingForNetwork)))
         }
     }
 }

@@ -17,7 +17,7 @@ import Synchronization
 /// |---|---|
 /// | 2xx (a replayed answer too) | ``Mutation/commit(_:_:)`` and the row's removal, in one transaction |
 /// | still processing (``Mutation/isStillProcessing(_:)``), 408, 429, 5xx, no network, a lost connection, a timeout | stays queued; tried again after a backoff |
-/// | 401 | its lane is held until ``resumeHeld()`` (new credentials) |
+/// | 401 | its lane is held until credentials come back: a ``TokenAuthenticator`` sign-in or refresh resumes it by itself; ``resumeHeld()`` does so for credentials the app manages |
 /// | any other status (400, 403, 404, 409, 410, 422, …) | ``Mutation/rollback(_:_:)`` and the row's removal, in one transaction |
 ///
 /// Lanes: mutations of one ``Mutation/lane`` go strictly in order, one at a
@@ -76,6 +76,11 @@ public final class Outbox: Sendable {
         var pausing: Set<String> = []
         /// Entries taken by a delivery loop and not yet decided.
         var inFlight: Set<Int64> = []
+        /// Entries of `inFlight` whose attempt waits for the network.
+        var waitingForNetwork: Set<Int64> = []
+        /// Bumped whenever credentials come back, so that a 401 answered to
+        /// an attempt that began before does not hold its lane.
+        var credentialsEpoch: UInt64 = 0
         var waiters: [Int64: [CheckedContinuation<Result<NetworkResponse, DepotError>, Never>]] = [:]
         /// The latest outcomes, for a caller that asks after the fact.
         var outcomes: [Int64: (result: Result<NetworkResponse, DepotError>, step: NetworkEvent.OutboxChange.Step)] = [:]
@@ -121,6 +126,10 @@ public final class Outbox: Sendable {
         controller.addExitParticipant { [weak self] in
             self?.wakeForShutdown()
             await self?.waitUntilIdle()
+        }
+        controller.addCredentialsListener { [weak self] in
+            guard let self else { return }
+            Task { await self.credentialsCameBack() }
         }
         store.whenClosed { [weak self] in self?.storeDidClose() }
     }
@@ -185,14 +194,29 @@ public final class Outbox: Sendable {
         }
     }
 
-    /// Lets lanes held by a 401 go again (after new credentials).
+    /// Lets lanes held by a 401 go again.
+    ///
+    /// With a ``TokenAuthenticator`` there is no need: a sign-in or a
+    /// successful refresh resumes held lanes by itself. Call this when the
+    /// app manages credentials another way (a ``RequestAdapter`` that adds
+    /// them) and has new ones.
     public func resumeHeld() async {
+        if !(await credentialsCameBack()) { await changed() }
+    }
+
+    /// New credentials: held lanes go again, and an attempt under way whose
+    /// answer is a 401 tries once more instead of holding its lane.
+    @discardableResult
+    func credentialsCameBack() async -> Bool {
         let lanes = state.withLock { state -> Set<String> in
+            state.credentialsEpoch &+= 1
             defer { state.held.removeAll() }
             return state.held
         }
+        guard !lanes.isEmpty else { return false }
         for lane in lanes { kick(lane) }
         await changed()
+        return true
     }
 
     // MARK: - Reading and acting on entries

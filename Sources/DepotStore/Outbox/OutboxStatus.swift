@@ -20,9 +20,14 @@ public struct OutboxFailure: Sendable, Identifiable {
 public struct OutboxSnapshot: Sendable {
     /// Mutations queued and not yet decided.
     public var pendingCount: Int
-    /// Whether one is being sent now.
+    /// Whether one is being sent now. An entry whose attempt waits for the
+    /// network does not count: see ``isWaitingForNetwork``.
     public var isSending: Bool
-    /// Lanes stopped by a 401 until ``Outbox/resumeHeld()``: "sign in to send".
+    /// Whether an entry's attempt waits for the network to come back.
+    public var isWaitingForNetwork: Bool
+    /// Lanes stopped by a 401. They go again by themselves when credentials
+    /// come back (a ``TokenAuthenticator`` sign-in or refresh), or on
+    /// ``Outbox/resumeHeld()``: "sign in to send".
     public var heldLanes: Set<String>
     /// Entries stopped with an error that wait for ``Outbox/retry(_:)`` or
     /// ``Outbox/discard(_:)`` (a type no longer registered, a commit that failed).
@@ -45,8 +50,10 @@ public struct OutboxSnapshot: Sendable {
 public final class OutboxStatus {
     /// Mutations queued and not yet decided.
     public private(set) var pendingCount = 0
-    /// Whether one is being sent now.
+    /// Whether one is being sent now (not while it waits for the network).
     public private(set) var isSending = false
+    /// Whether an entry waits for the network: "waiting for network".
+    public private(set) var isWaitingForNetwork = false
     /// Lanes stopped by a 401 until new credentials are in.
     public private(set) var heldLanes: Set<String> = []
     /// Entries waiting for the app to retry or discard them.
@@ -74,6 +81,7 @@ public final class OutboxStatus {
     private func apply(_ snapshot: OutboxSnapshot) {
         if pendingCount != snapshot.pendingCount { pendingCount = snapshot.pendingCount }
         if isSending != snapshot.isSending { isSending = snapshot.isSending }
+        if isWaitingForNetwork != snapshot.isWaitingForNetwork { isWaitingForNetwork = snapshot.isWaitingForNetwork }
         if heldLanes != snapshot.heldLanes { heldLanes = snapshot.heldLanes }
         if failed != snapshot.failed { failed = snapshot.failed }
         if rolledBack.map(\.id) != snapshot.rolledBack.map(\.id) { rolledBack = snapshot.rolledBack }

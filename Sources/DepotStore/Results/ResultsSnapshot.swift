@@ -114,9 +114,18 @@ extension ResultsSnapshot: Equatable where Record: Equatable {}
 ///   NEW snapshot.
 ///
 /// The records of an inserted or deleted section are not listed one by one: the
-/// section change covers them. A record that changed its content in place is in
-/// `updated`; a record that moved is only in `moved` (configure its cell at `to`,
-/// with the new content). Records are matched by identity (`Identifiable.id`).
+/// section change covers them, as UIKit's batch updates require. So the first
+/// rows after an empty start arrive as `insertedSections: [0]` alone (printed
+/// `+sections [0]`): an empty snapshot has no sections, and section 0 comes with
+/// its rows. Likewise the last rows to go arrive as `deletedSections: [0]`.
+///
+/// A record that changed its content in place is in `updated`; a record that
+/// moved is only in `moved` (configure its cell at `to`, with the new content).
+/// Records are matched by identity (`Identifiable.id`): a record whose id
+/// changes is a deletion and an insertion. A row written optimistically under
+/// a local id and committed with the server's id therefore keeps the local id
+/// as its identity (the server's id in a column of its own), so that the
+/// commit reaches the screen as one update of the same row (<doc:OfflineWrites>).
 public struct ResultsChangeSet: Sendable, Hashable, CustomStringConvertible {
     /// A record that changed position.
     public struct Move: Sendable, Hashable, CustomStringConvertible {
