@@ -17,7 +17,9 @@ import Observation
 /// List(results.fetchedObjects) { ... }
 ///     .refreshable { await status.refresh() }
 ///     .overlay(alignment: .bottom) {
-///         if let error = status.lastError { Text("Offline — showing data from \(status.lastSynced!)") }
+///         if status.lastError != nil, let lastSynced = status.lastSynced {
+///             Text("Offline — showing data from \(lastSynced.formatted())")
+///         }
 ///     }
 ///
 /// for await state in status.updates() { print(state) }

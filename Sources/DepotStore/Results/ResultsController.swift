@@ -43,8 +43,17 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     public private(set) var lastChanges: ResultsChangeSet?
     /// The error that stopped observation, if one did. The last snapshot stays.
     public private(set) var error: DepotError?
-    /// The sync status of the resource these results show, when they were made by
-    /// ``Depot/NetworkController/results(for:sectionedBy:refreshing:policy:)``.
+    /// The sync status of the resource these results show.
+    ///
+    /// Results made by ``Depot/NetworkController/results(for:sectionedBy:refreshing:policy:)``
+    /// always have one. It is Optional because results made with
+    /// ``init(store:request:sectionedBy:)`` read the cache only and sync nothing;
+    /// bind it once where you make the results:
+    ///
+    /// ```swift
+    /// let contacts = try controller.results(for: CachedContact.order(Column("name")), refreshing: FetchContacts())
+    /// guard let status = contacts.syncStatus else { return }
+    /// ```
     public internal(set) var syncStatus: SyncStatus?
 
     /// The sections of ``snapshot``.
