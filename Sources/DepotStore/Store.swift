@@ -363,6 +363,28 @@ public final class Store: Sendable {
         try Int.fetchOne(db, sql: "PRAGMA data_version") ?? 0
     }
 
+    // MARK: - Delivery
+
+    /// Returns once every commit so far has reached, on the main actor, the
+    /// ``ResultsController``s and ``SyncStatus``es whose reads it changed.
+    ///
+    /// Commits reach live results a little after the transaction: when
+    /// `perform` returns for a ``CachingOperation``, its rows are in the
+    /// store (any read sees them), and they are on screen once this returns.
+    /// Tests wait on it instead of polling:
+    ///
+    /// ```swift
+    /// _ = try await controller.perform(FetchContacts())
+    /// await store.settled()
+    /// #expect(contacts.fetchedObjects.count == 3)
+    /// ```
+    ///
+    /// A command-line tool that prints and exits can call
+    /// ``ResultsController/performFetch()`` instead, which reads at once.
+    public func settled() async {
+        await fanout.settled()
+    }
+
     // MARK: - Closing
 
     /// Closes the database once the reads and writes under way have ended;

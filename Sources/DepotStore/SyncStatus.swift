@@ -3,6 +3,10 @@ import Foundation
 import GRDB
 import Observation
 
+/// A sync status's states: the current one when ``SyncStatus/updates()`` was
+/// called, then each change.
+public typealias SyncStatusUpdates = DepotStream<SyncStatus.State>
+
 /// Whether a cached resource is syncing, when it last synced, and the last error:
 /// the design's model-instigated sync with observable properties.
 ///
@@ -68,7 +72,7 @@ public final class SyncStatus {
     @ObservationIgnored private let store: Store
     @ObservationIgnored private let perform: @Sendable (_ onWaiting: @escaping @Sendable (DepotError) -> Void) async throws(DepotError) -> Void
     @ObservationIgnored private let clock: any Clock<Duration>
-    @ObservationIgnored private var events: (@Sendable () -> AsyncStream<NetworkEvent>)?
+    @ObservationIgnored private var events: (@Sendable () -> NetworkEvents)?
     @ObservationIgnored private var reconnectTask: Task<Void, Never>?
     @ObservationIgnored private var running: Task<Void, Never>?
     /// This status's client of the store's ``CommitFanout``, which follows its ledger entry.
@@ -99,7 +103,7 @@ public final class SyncStatus {
         let name = operation.name
         self.init(key: operation.cacheKey, store: store, clock: controller.configuration.clock, policy: policy) { onWaiting async throws(DepotError) in
             // Offline, a GET waits in the queue instead of failing: say so meanwhile.
-            let events = controller.events
+            let events = controller.events()
             let watcher = Task {
                 for await event in events where event.operation == name {
                     if event.kind == .waitingForNetwork, let error = event.error { onWaiting(error) }
@@ -108,7 +112,7 @@ public final class SyncStatus {
             defer { watcher.cancel() }
             _ = try await controller.perform(operation)
         }
-        events = { controller.events }
+        events = { controller.events() }
     }
 
     init(
@@ -116,7 +120,7 @@ public final class SyncStatus {
         store: Store,
         clock: any Clock<Duration>,
         policy: CachePolicy = .cacheThenNetwork,
-        events: (@Sendable () -> AsyncStream<NetworkEvent>)? = nil,
+        events: (@Sendable () -> NetworkEvents)? = nil,
         perform: @escaping @Sendable (_ onWaiting: @escaping @Sendable (DepotError) -> Void) async throws(DepotError) -> Void
     ) {
         self.key = key
@@ -157,7 +161,7 @@ public final class SyncStatus {
     /// invalidated is not fetched again (pass `force` for a pull-to-refresh,
     /// where the user asked); `.cacheOnly` fetches only when forced.
     ///
-    /// Offline, a GET refresh waits for the network (``Depot/OfflineBehavior``):
+    /// Offline, a GET refresh waits for the network (``/Depot/OfflineBehavior``):
     /// ``isSyncing`` stays `true`, ``lastError`` says `.offline` at once, and
     /// the refresh completes when the network is back.
     ///
@@ -267,7 +271,7 @@ public final class SyncStatus {
 
     /// The current state at once, then each change, until iteration is cancelled
     /// or the status is released.
-    public func updates() -> AsyncStream<State> {
+    public func updates() -> SyncStatusUpdates {
         let (stream, continuation) = AsyncStream<State>.makeStream()
         let id = UUID()
         continuation.yield(state)
@@ -275,7 +279,7 @@ public final class SyncStatus {
         continuation.onTermination = { [weak self] _ in
             Task { @MainActor in self?.continuations[id] = nil }
         }
-        return stream
+        return DepotStream(stream)
     }
 
     // MARK: - Private

@@ -47,6 +47,8 @@ public final class ManualClock: Clock, Sendable {
         var watchers: [UInt64: Watcher] = [:]
         /// Sleepers resumed by an advance whose task has not yet run again.
         var waking: Set<UInt64> = []
+        /// ``advanceAndSettle(by:)`` calls waiting for `waking` to empty.
+        var settling: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state = Mutex(State())
@@ -87,7 +89,14 @@ public final class ManualClock: Clock, Sendable {
             state.next += 1
             return state.next
         }
-        defer { state.withLock { _ = $0.waking.remove(id) } }
+        defer {
+            let settled = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                guard state.waking.remove(id) != nil, state.waking.isEmpty else { return [] }
+                defer { state.settling = [] }
+                return state.settling
+            }
+            for waiter in settled { waiter.resume() }
+        }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let (due, watchers) = state.withLock { state -> (Bool?, [CheckedContinuation<Void, Never>]) in
@@ -114,6 +123,29 @@ public final class ManualClock: Clock, Sendable {
     /// been reached, earliest first.
     public func advance(by duration: Duration) {
         advance(to: now.advanced(by: duration))
+    }
+
+    /// Moves time forward by `duration`, wakes every sleeper due by then, and
+    /// returns once each task it woke is running again: the code that waited
+    /// for the time has taken its next step (its next sleep, say) when this
+    /// returns, without the test yielding and hoping.
+    ///
+    /// For example:
+    ///
+    /// ```swift
+    /// await clock.sleepers(atLeast: 1)              // the retry is waiting out its backoff
+    /// await clock.advanceAndSettle(by: .seconds(1)) // and now it has been sent again
+    /// ```
+    public func advanceAndSettle(by duration: Duration) async {
+        advance(by: duration)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let settled = state.withLock { state -> Bool in
+                guard !state.waking.isEmpty else { return true }
+                state.settling.append(continuation)
+                return false
+            }
+            if settled { continuation.resume() }
+        }
     }
 
     /// Moves time forward to `instant` (never backward) and wakes the sleepers due by then.

@@ -79,7 +79,7 @@ final class ChangeWatch {
     /// posts what it means. The task runs to the decision even if nobody keeps
     /// the watch, so notifications are posted for changes nobody waits for.
     func follow(
-        _ events: AsyncStream<NetworkEvent>,
+        _ events: NetworkEvents,
         outbox: Outbox,
         changeTypes: Set<String>,
         resolve: @escaping @MainActor (Result<NetworkResponse, DepotError>) async -> Result<any Sendable, DepotError>

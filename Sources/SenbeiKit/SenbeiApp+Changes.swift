@@ -173,7 +173,7 @@ extension SenbeiApp {
         start: () async throws(DepotError) -> OutboxEntry.ID,
         resolve: @escaping @MainActor (Result<NetworkResponse, DepotError>) async -> Result<any Sendable, DepotError>
     ) async throws(DepotError) -> ChangeWatch {
-        let events = controller.events
+        let events = controller.events()
         let entry = try await start()
         let watch = ChangeWatch(entry: entry, localID: localID)
         watch.follow(events, outbox: outbox, changeTypes: Self.mutationTypeNames, resolve: resolve)

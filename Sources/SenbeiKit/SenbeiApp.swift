@@ -300,7 +300,7 @@ public final class SenbeiApp {
     /// refresh). A sign-out that a newer sign-in already replaced is no news.
     /// The watch ends with the controller's events, at its shutdown.
     private func watchSignOuts() {
-        let events = controller.events
+        let events = controller.events()
         Task { [weak self] in
             for await event in events where event.kind == .signedOut {
                 guard let self else { return }

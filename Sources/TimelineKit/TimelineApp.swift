@@ -265,7 +265,7 @@ public final class TimelineApp {
                 self?.requestMissingAvatars()
             }
         })
-        let events = controller.events
+        let events = controller.events()
         followers.append(Task { [weak self] in
             for await event in events {
                 guard let self else { return }

@@ -48,7 +48,7 @@ final class InteractiveView {
         feeders.append(forward(app.feedStatus.updates(), to: sink))
         feeders.append(forward(app.songsStatus.updates(), to: sink))
         // The progress bar of the first sync comes from the controller's progress events.
-        let controllerEvents = controller.events
+        let controllerEvents = controller.events()
         feeders.append(Task {
             for await event in controllerEvents where event.operation == "FetchForumFeed" {
                 if let progress = event.progress, let expected = progress.expected, expected > 0 {

@@ -37,7 +37,7 @@ final class TimelineView {
         let updates = app.entries.updates()
         let status = app.status.updates()
         let pages = app.pages
-        let controllerEvents = app.controller.events
+        let controllerEvents = app.controller.events()
         let feeders = [
             Task { for await key in keys { sink.yield(.key(key)) }; sink.yield(.ended) },
             Task { for await _ in updates { sink.yield(.changed) } },

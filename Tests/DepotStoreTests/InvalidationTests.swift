@@ -32,11 +32,12 @@ struct InvalidationTests {
 
     /// Waits until `status` has synced after `date` and nothing more is due:
     /// no refresh running, none queued behind it, and the ledger's last word seen.
-    func settled(_ status: SyncStatus, after date: Date?) async {
+    func settled(_ status: SyncStatus, after date: Date?) async throws {
         for await state in status.updates() where !state.isSyncing && !state.isStale && state.lastSynced != date {
             break
         }
-        while status.isSyncing { await Task.yield() }
+        // A refresh queued behind that one may have begun since: its end too.
+        _ = try await Recorder(status.updates()).next { !$0.isSyncing }
     }
 
     @Test func invalidationRefreshesEachVisibleResultExactlyOnce() async throws {
@@ -60,7 +61,7 @@ struct InvalidationTests {
             #expect(marked == 4)  // a three times, b once: one transaction, one refresh each
 
             // Then a and b refresh at once, each exactly once, and c does not
-            for status in [a.syncStatus, b.syncStatus].compactMap({ $0 }) { await settled(status, after: synced) }
+            for status in [a.syncStatus, b.syncStatus].compactMap({ $0 }) { try await settled(status, after: synced) }
             #expect(["/a", "/b", "/c"].map { requests(transport, $0) } == [2, 2, 1])
             #expect(a.syncStatus?.refreshCount == 2)
             #expect(b.syncStatus?.refreshCount == 2)
@@ -173,7 +174,7 @@ struct InvalidationTests {
             date.advance(by: 5)
             let accepted = try await outbox.send(AddNote(payload: "yes"))
             _ = try await accepted.outcome().get()
-            await settled(status, after: synced)
+            try await settled(status, after: synced)
             #expect(requests(transport, "/a") == 2)
             #expect(status.refreshCount == 2)
         }

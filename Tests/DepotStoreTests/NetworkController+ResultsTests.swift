@@ -17,4 +17,22 @@ import Testing
         #expect("\(error)".contains("this controller has no store: set Configuration.store"))
         _ = await controller.shutdown(grace: .zero)
     }
+
+    /// What `perform` returning promises for a caching operation: its rows
+    /// are in the store (a read sees them at once); live results show them
+    /// once ``Store/settled()`` returns, without polling.
+    @Test func afterPerformTheRowsAreStoredAndOnceSettledTheyAreShown() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        let items = [Item(id: 1, section: "a", rank: 1, title: "one"), Item(id: 2, section: "a", rank: 2, title: "two")]
+        let transport = FixtureTransport(["/items": .data(try JSONEncoder().encode(items))])
+        let controller = NetworkController(configuration: .init(transport: transport, notificationCenter: nil), store: store)
+        let results = try ResultsController(store: store, request: Item.bySection)
+        #expect(results.fetchedObjects.isEmpty)
+
+        _ = try await controller.perform(FetchItems(url: URL(string: "http://fixtures.test/items")!))
+        #expect(try await store.read { db in try Item.fetchCount(db) } == 2)
+        await store.settled()
+        #expect(results.fetchedObjects.map(\.title) == ["one", "two"])
+        _ = await controller.shutdown(grace: .zero)
+    }
 }

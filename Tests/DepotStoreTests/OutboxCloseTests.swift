@@ -59,8 +59,10 @@ import Testing
         var started = transport.started.makeAsyncIterator()
         _ = await started.next()
         let key = ticket.id.rawValue
-        let waiting = Task { await ticket.outcome() }
-        while !outbox.state.withLock({ $0.waiters[key] != nil }) { await Task.yield() }
+        let executor = SuspensionExecutor()
+        let waiting = Task(executorPreference: executor) { await ticket.outcome() }
+        await executor.suspended()  // the waiter has registered and waits
+        #expect(outbox.state.withLock { $0.waiters[key] != nil })
 
         // When the store closes, then the server answers
         try await store.close()

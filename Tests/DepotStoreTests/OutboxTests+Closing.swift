@@ -28,16 +28,17 @@ extension OutboxTests {
                         tickets.append(try await outbox.send(SendPost("local-\(index)", text)))
                     }
                     // Waiting before the close, and after it.
-                    let early = Task { [tickets] in
+                    let executor = SuspensionExecutor()
+                    let early = Task(executorPreference: executor) { [tickets] in
                         await withTaskGroup(of: Result<NetworkResponse, DepotError>.self) { group in
                             for ticket in tickets.prefix(10) { group.addTask { await ticket.outcome() } }
                             return await group.reduce(into: []) { $0.append($1) }
                         }
                     }
+                    // Each early waiter has registered (or found its outcome) and waits.
+                    await executor.suspended()
                     let keys = tickets.prefix(10).map(\.id.rawValue)
-                    while !outbox.state.withLock({ state in keys.allSatisfy { state.waiters[$0] != nil || state.outcomes[$0] != nil } }) {
-                        await Task.yield()
-                    }
+                    #expect(outbox.state.withLock { state in keys.allSatisfy { state.waiters[$0] != nil || state.outcomes[$0] != nil } })
                     try await store.close()
                     var outcomes = await early.value
                     for ticket in tickets.dropFirst(10) { outcomes.append(await ticket.outcome()) }

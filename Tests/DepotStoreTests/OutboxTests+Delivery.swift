@@ -127,35 +127,30 @@ extension OutboxTests {
             configuration.store = store
             let controller = NetworkController(configuration: configuration)
             let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
-            let events = controller.events
-            let paused = Mutex(false)
-            let watcher = Task {
-                for await event in events where event.outbox?.step == .willRetry {
-                    paused.withLock { $0 = true }
-                    return
-                }
-            }
+            let events = Recorder(controller.events())
             try await outbox.send(SendPost("local-1", "into a 503"))
-            // The controller's own retries sleep on the clock; then the lane pauses.
-            while !paused.withLock({ $0 }) {
-                clock.advanceToNextDeadline()
-                await Task.yield()
+            // The controller's own retries wait out their delays on the clock
+            // (each wake-up time is fixed before the retry is announced, so
+            // moving the clock then wakes it); then the lane pauses.
+            while let retry = try await events.next(where: { $0.kind == .retried || $0.outbox?.step == .willRetry }).delay {
+                clock.advance(by: retry)
             }
-            await watcher.value
-            while clock.sleeperCount == 0 { await Task.yield() }  // the lane's pause has begun
+            // The lane's pause has begun: it sleeps on the clock beside the
+            // deadline watch (armed by the first attempt for its 60 s idle timeout).
+            await clock.sleepers(atLeast: 2)
+            #expect(outbox.state.withLock { !$0.pausing.isEmpty }, "the lane pauses")
             let pausedAt = clock.elapsed
             let quitting = Task { await controller.shutdown(grace: .seconds(60)) }
             // Without the wake-up, only the grace (60 s of this clock) would end it.
-            var yields = 0
-            while outbox.state.withLock({ !$0.running.isEmpty }), yields < 100_000 {
-                await Task.yield()
-                yields += 1
+            var stopped = true
+            do {
+                try await completes(within: .seconds(10)) { await outbox.waitUntilIdle() }
+            } catch {
+                stopped = false
             }
-            #expect(outbox.state.withLock { $0.running.isEmpty }, "the lane still pauses")
-            while outbox.state.withLock({ !$0.running.isEmpty }) {  // unblock a failing run
-                clock.advanceToNextDeadline()
-                await Task.yield()
-            }
+            #expect(stopped, "the lane still pauses")
+            #expect(outbox.state.withLock { $0.running.isEmpty })
+            if !stopped { clock.advance(by: .seconds(3600)) }  // unblock a failing run
             await outbox.waitUntilIdle()
             #expect(clock.elapsed == pausedAt, "the pause ended without time passing")
             let report = await quitting.value

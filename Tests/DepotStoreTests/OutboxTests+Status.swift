@@ -17,17 +17,11 @@ extension OutboxTests {
         return nil
     }
 
-    /// Yields the main actor until `condition` holds (or the test is cancelled):
-    /// the status applies snapshots in tasks of its own there.
-    @MainActor static func waitOnTheMainActor(until condition: @MainActor () -> Bool) async {
-        while !condition(), !Task.isCancelled { await Task.yield() }
-    }
-
     @Test func theStatusFollowsTheQueueAndEveryChangeIsAnEvent() async throws {
         try await withSetup { setup in
             let store = try setup.store()
             let controller = setup.offlineController(store: store)
-            let events = controller.events
+            let events = controller.events()
             let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
             let status = await OutboxStatus(outbox: outbox)
             let first = try await outbox.send(SendPost("local-1", "one"))
@@ -35,11 +29,12 @@ extension OutboxTests {
             let queued = await Self.firstSnapshot(of: outbox) { $0.pendingCount == 2 }
             #expect(queued?.failed.isEmpty == true)
             _ = await controller.shutdown(grace: .zero)  // the send waiting for the network ends; both stay queued
+            await outbox.waitUntilIdle()                  // and its lane has let go of it
             try await first.cancel()
             #expect(await Self.firstSnapshot(of: outbox) { $0.pendingCount == 1 } != nil)
             // The main-actor status catches up with the last value (it has
             // been published; the status applies it on the main actor).
-            await Self.waitOnTheMainActor(until: { status.pendingCount == 1 })
+            try await observed { status.pendingCount == 1 }
             #expect(await status.pendingCount == 1)
             #expect(await status.failed.isEmpty)
             // Each change was published as a controller-wide event.
@@ -65,14 +60,14 @@ extension OutboxTests {
                 configuration: .init(baseURL: URL(string: "http://offline.test")!, transport: transport, clock: clock, notificationCenter: nil),
                 store: store)
             let outbox = Outbox(store: store, controller: controller, types: [CreateTask.self])
-            let events = controller.events
+            let events = controller.events()
             let ticket = try await outbox.send(CreateTask(payload: "Call Ann"))
 
             // While offline: waiting for the network, not sending
             let waiting = await Self.firstSnapshot(of: outbox) { $0.isWaitingForNetwork }
             #expect(waiting?.isSending == false && waiting?.pendingCount == 1)
             let status = await OutboxStatus(outbox: outbox)
-            await Self.waitOnTheMainActor(until: { status.isWaitingForNetwork })
+            try await observed { status.isWaitingForNetwork }
             #expect(await status.isSending == false)
 
             // And the probes that find no network do not make it flap to "sending"
@@ -153,7 +148,7 @@ extension OutboxTests {
     /// its own, and one decided already reports its final step at once.
     @Test func everyStepOfAnEntryIsAnEventAndTheTicketFollowsIt() async throws {
         try await withOnlineOutbox { _, _, controller, outbox in
-            let events = controller.events
+            let events = controller.events()
             let rejected = try await outbox.send(SendPost("local-1", ""))
             let accepted = try await outbox.send(SendPost("local-2", "fine"))
             var steps: [Int64: [String]] = [:]

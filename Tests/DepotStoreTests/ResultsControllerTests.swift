@@ -221,9 +221,8 @@ struct ResultsControllerTests {
         }
         let final = try await currentSnapshot(store)
         #expect(results.snapshot.fetchedObjects == final.fetchedObjects)
-        // Let anything still waiting for the main actor run, then check nothing went back.
-        try await store.write { _ in }
-        for _ in 0..<100 { await Task.yield() }
+        // Let every change still on its way be delivered, then check nothing went back.
+        await store.settled()
         let stillFinal = results.snapshot == final
         #expect(stillFinal, "a change computed before performFetch took the snapshot back")
         let replayed = steps.replayed()
@@ -244,9 +243,62 @@ struct ResultsControllerTests {
 
         observation.cancel()
         try await store.write { db in try Item(id: 77, section: "s0", rank: 77, title: "late").insert(db) }
-        for await update in results.updates() where update.snapshot.count == 4 { break }
-        // The cancellation hops to the main actor; by the time the change arrived it was done.
+        await store.settled()
+        #expect(results.fetchedObjects.count == 4)
         #expect(received.count == 1)
+    }
+
+    /// Cancelling on the main actor is synchronous: an observation cancelled
+    /// by another's callback, in the middle of a delivery, hears nothing more,
+    /// not even that delivery.
+    @Test func anObservationCancelledOnTheMainActorHearsNothingMore() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        let results = try ResultsController(store: store, request: Item.bySection)
+        var heardBySecond: [Int] = []
+        var second: ResultsObservation?
+        // The first observer cancels the second when the first change arrives.
+        let first = results.start { update in
+            if update.changes != nil { second?.cancel() }
+        }
+        second = results.start { update in heardBySecond.append(update.snapshot.count) }
+        try await store.write { db in try Item(id: 1, section: "a", rank: 1, title: "one").insert(db) }
+        await store.settled()
+        #expect(results.fetchedObjects.count == 1)
+        // Dictionary order decides who goes first; either way the cancelled one
+        // hears at most that change, and nothing after the cancel returned.
+        let heardAtCancel = heardBySecond
+        try await store.write { db in try Item(id: 2, section: "a", rank: 2, title: "two").insert(db) }
+        await store.settled()
+        #expect(results.fetchedObjects.count == 2)
+        #expect(heardBySecond == heardAtCancel)
+        #expect(heardAtCancel.count <= 2)
+        first.cancel()
+    }
+
+    /// A released observation stops at once too.
+    @Test func aReleasedObservationHearsNothingMore() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        let results = try ResultsController(store: store, request: Item.bySection)
+        var heard = 0
+        var observation: ResultsObservation? = results.start { _ in heard += 1 }
+        #expect(heard == 1)
+        observation = nil
+        try await store.write { db in try Item(id: 1, section: "a", rank: 1, title: "one").insert(db) }
+        await store.settled()
+        #expect(results.fetchedObjects.count == 1)
+        #expect(heard == 1)
+        _ = observation
+    }
+
+    /// What a commit (a caching operation's, when `perform` returns) promises: the rows are in the store at once,
+    /// and on screen once the store has settled.
+    @Test func afterACommitTheRowsAreStoredAndAfterSettledTheyAreShown() async throws {
+        let store = try Store.inMemory(migrator: Item.migrator)
+        let results = try ResultsController(store: store, request: Item.bySection)
+        try await store.write { db in try Item(id: 1, section: "a", rank: 1, title: "one").insert(db) }
+        #expect(try await store.read { db in try Item.fetchCount(db) } == 1)
+        await store.settled()
+        #expect(results.fetchedObjects.map(\.title) == ["one"])
     }
 
     @Test func observableTrackingFiresOnChange() async throws {

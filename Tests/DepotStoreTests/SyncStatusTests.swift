@@ -215,10 +215,11 @@ struct SyncStatusTests {
         #expect(failure?.code == .offline)
         #expect(controller.quality == .offline)
         transport.isOffline = false
+        let events = Recorder(controller.events())
         let waiting = controller.enqueue(Other(offlineBehavior: .waitForConnectivity))
         await clock.sleepers(atLeast: 2)   // the probe loop and the hourly timer
         clock.advance(by: .seconds(1))
-        while !waiting.isFinished { await Task.yield() }
+        _ = try await events.next { $0.ticket == waiting.id && $0.kind.isTerminal }
 
         // Then the status refreshes on its own, without waiting for the hour
         for await _ in status.updates() where itemRequests(transport) == 2 && !status.isSyncing { break }

@@ -19,28 +19,21 @@ import Testing
         var request: NetworkRequest { .get("contacts", query: ["page": "\(page)"]) }
     }
 
-    /// Events of a controller, collected from the start.
+    /// Events of a controller, recorded from the start.
     final class EventLog: Sendable {
-        private final class Events: Sendable {
-            let list = Mutex<[NetworkEvent]>([])
-        }
-
-        private let events = Events()
-        private let task: Task<Void, Never>
+        private let recorder: Recorder<NetworkEvent>
 
         init(_ controller: NetworkController) {
-            let stream = controller.events
-            let events = self.events
-            task = Task { for await event in stream { events.list.withLock { $0.append(event) } } }
+            recorder = Recorder(controller.events())
         }
 
-        deinit { task.cancel() }
+        func count(_ kind: NetworkEvent.Kind) -> Int { recorder.values.filter { $0.kind == kind }.count }
 
-        func count(_ kind: NetworkEvent.Kind) -> Int { events.list.withLock { $0.filter { $0.kind == kind }.count } }
-
-        /// Waits (yielding, no sleeping) until `kind` was seen `count` times.
-        func wait(for kind: NetworkEvent.Kind, count: Int = 1) async {
-            while self.count(kind) < count { await Task.yield() }
+        /// Waits until `kind` was seen `count` times (failing after the recorder's timeout).
+        func wait(for kind: NetworkEvent.Kind, count: Int = 1) async throws {
+            while self.count(kind) < count {
+                _ = try await recorder.next { $0.kind == kind }
+            }
         }
     }
 
@@ -134,7 +127,7 @@ import Testing
 
             // When five more requests start while it runs
             async let more = fetchPages(5, on: setup.controller, from: 2)
-            await setup.log.wait(for: .started, count: 6)
+            try await setup.log.wait(for: .started, count: 6)
             gate.open()
 
             // Then none of them was sent with the old token: only the first was retried
@@ -257,7 +250,7 @@ import Testing
             }
             #expect(setup.authenticator.refreshCount == 1)
             #expect(setup.refreshesSeenByServer == 2)  // ours above, and the refused one
-            await setup.log.wait(for: .signedOut)
+            try await setup.log.wait(for: .signedOut)
             #expect(setup.log.count(.signedOut) == 1)
             #expect(signedOut.value == 1)
             #expect(setup.authenticator.isSignedOut)
@@ -265,7 +258,7 @@ import Testing
             // And later work waits for credentials, holding no slot; fail-fast work fails at once
             let controller = setup.controller
             let held = Task { try await controller.perform(ListContacts(page: 9)) }
-            await setup.log.wait(for: .waitingForCredentials)
+            try await setup.log.wait(for: .waitingForCredentials)
             #expect(setup.controller.heldForCredentials == 1)
             #expect(setup.controller.activity.running == 0)
             let failFast = await DepotError.from { _ = try await setup.controller.perform(ListContacts(page: 10, offlineBehavior: .failFast)) }
@@ -332,22 +325,41 @@ import Testing
 
 /// A gate a refresher waits at until the test opens it.
 final class AsyncGate: Sendable {
-    private let state = Mutex<(entered: Bool, open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, false, []))
+    private struct State {
+        var entered = false
+        var open = false
+        /// Those waiting at the gate for it to open.
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Those waiting for someone to enter.
+        var watchers: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
 
     func enterAndWait() async {
         await withCheckedContinuation { continuation in
-            let resume = state.withLock { state -> Bool in
+            let (resume, watchers) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
                 state.entered = true
-                if state.open { return true }
+                defer { state.watchers = [] }
+                if state.open { return (true, state.watchers) }
                 state.waiters.append(continuation)
-                return false
+                return (false, state.watchers)
             }
+            for watcher in watchers { watcher.resume() }
             if resume { continuation.resume() }
         }
     }
 
+    /// Returns once someone has entered the gate.
     func waitUntilEntered() async {
-        while !state.withLock({ $0.entered }) { await Task.yield() }
+        await withCheckedContinuation { continuation in
+            let entered = state.withLock { state -> Bool in
+                if state.entered { return true }
+                state.watchers.append(continuation)
+                return false
+            }
+            if entered { continuation.resume() }
+        }
     }
 
     func open() {

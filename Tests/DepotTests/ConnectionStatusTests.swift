@@ -28,19 +28,20 @@ struct ConnectionStatusTests {
         #expect(error?.code == .offline)
 
         // Then the status says offline, with nothing allowed to run
-        while status.quality != .offline { await Task.yield() }
+        try await observed { status.quality == .offline }
         #expect(controller.quality == .offline)
-        while status.concurrencyLimit != 0 { await Task.yield() }
+        try await observed { status.concurrencyLimit == 0 }
 
         // When the network is back and a waiting GET gets through on the next probe
         transport.isOffline = false
+        let events = Recorder(controller.events())
         let waiting = controller.enqueue(Ping(offlineBehavior: .waitForConnectivity))
         await clock.sleepers(atLeast: 1)
         clock.advance(by: NetworkController.Configuration().probeBackoff.lowerBound)
-        while !waiting.isFinished { await Task.yield() }
+        _ = try await events.next { $0.ticket == waiting.id && $0.kind.isTerminal }
 
         // Then the status is back to the quality it had
-        while status.quality == .offline { await Task.yield() }
+        try await observed { status.quality != .offline }
         #expect(status.quality == .good)
         #expect(status.concurrencyLimit == 4)
         _ = await controller.shutdown(grace: .zero)

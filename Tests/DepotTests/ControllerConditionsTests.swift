@@ -208,7 +208,7 @@ struct ControllerConditionsTests {
         let large = (0..<400).map { controller.enqueue(SimGet(path: "large/\($0)")) }
         let images = (0..<50).map { controller.enqueue(SimGet(path: "image/\($0)", priority: .low, category: .images)) }
         let prefetches = (0..<20).map { controller.enqueue(SimGet(path: "image/prefetch-\($0)", priority: .veryLow, isDroppable: true)) }
-        let events = controller.events
+        let events = controller.events()
 
         // Before the drop: a good link, a high limit.
         try await harness.run(until: .seconds(5))

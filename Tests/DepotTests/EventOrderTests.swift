@@ -112,12 +112,15 @@ import Testing
     @Test func ticketsJoiningARunningJobSeeEnqueuedFirstAndNothingAfterTheEnd() async throws {
         let url = URL(string: "http://events.test/stream")!
         try await withController(Self.streaming(chunks: 3_000), configure: { $0.eventBufferSize = 10_000_000 }) { controller in
-            let events = controller.events
+            let events = controller.events()
             let collected = Task { await events.reduce(into: [NetworkEvent]()) { $0.append($1) } }
+            let recorder = Recorder(controller.events())
             for round in 0..<400 {
                 let ticket = controller.enqueue(FetchRaw(url: url))
                 if round % 3 == 0 { ticket.cancel() }
-                await Task.yield()
+                // The job streams on before the next ticket comes: this one has
+                // seen a chunk arrive, or has ended.
+                _ = try await recorder.next { $0.ticket == ticket.id && ($0.kind == .progress || $0.kind.isTerminal) }
             }
             await controller.waitUntilIdle()
             _ = await controller.shutdown(grace: .zero)

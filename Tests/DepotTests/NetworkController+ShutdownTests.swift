@@ -13,7 +13,7 @@ import Testing
     @Test func shutdownLetsAPostFinishAndCancelsTheRest() async throws {
         try await withServer { server in
             let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil))
-            let events = controller.events
+            let events = controller.events()
             let post = controller.enqueue(PostEcho(.gated("post"), text: "must arrive", exitPolicy: .finish))
             let avatars = (0..<3).map { controller.enqueue(FetchHello(.hang, variant: "\($0)", category: .images)) }
             let shutdown = Task { await controller.shutdown(grace: .seconds(30)) }

@@ -118,7 +118,7 @@ import Testing
     @Test func cancellingThePerformingTaskCancelsTheOperation() async throws {
         try await withServer { server in
             try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
-                let events = controller.events
+                let events = controller.events()
                 let task = Task { try await controller.perform(FetchHello(.hang)) }
                 for await event in events {
                     if case .started = event.detail { break }
@@ -137,7 +137,7 @@ import Testing
     @Test func fiveIdenticalRefreshesSendOneRequest() async throws {
         try await withServer { server in
             try await withController(AsyncHTTPClientTransport(), baseURL: server.baseURL) { controller in
-                let events = controller.events
+                let events = controller.events()
                 let results = try await withThrowingTaskGroup(of: Hello.self) { group in
                     for _ in 0..<5 { group.addTask { try await controller.perform(FetchHello(.gated("refresh"))) } }
                     var coalesced = 0
@@ -182,7 +182,7 @@ import Testing
             try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
                 // The gate holds both POSTs, so they are queued together: a coalescing
                 // bug cannot hide behind the first finishing before the second arrives.
-                let events = controller.events
+                let events = controller.events()
                 async let first = controller.perform(PostEcho(.gated("mutation"), text: "a"))
                 async let second = controller.perform(PostEcho(.gated("mutation"), text: "a"))
                 var started = 0
@@ -207,7 +207,7 @@ import Testing
     @Test func moreUrgentDuplicatePromotesTheQueuedOne() async throws {
         try await withServer { server in
             try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.concurrencyPolicy = .fixed(1) }) { controller in
-                let events = controller.events
+                let events = controller.events()
                 let blocker = controller.enqueue(FetchHello(.gated("slot")))
                 let avatar = controller.enqueue(FetchHello(.hello, variant: "avatar", priority: .veryLow))
                 let other = controller.enqueue(FetchHello(.hello, variant: "other", priority: .normal))
@@ -253,7 +253,7 @@ import Testing
     @Test func dependentsRunAfterTheirDependenciesSucceed() async throws {
         try await withServer { server in
             try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
-                let events = controller.events
+                let events = controller.events()
                 let first = controller.enqueue(FetchHello(.gated("first")))
                 let second = controller.enqueue(FetchHello(.hello, variant: "second"), after: [first])
                 #expect(controller.activity.blocked == 1)

@@ -13,7 +13,7 @@ import Testing
     @Test func eventsTellTheWholeStory() async throws {
         try await withServer { server in
             try await withController(URLSessionTransport(), baseURL: server.baseURL) { controller in
-                let events = controller.events
+                let events = controller.events()
                 let ticket = controller.enqueue(FetchHello())
                 var kinds: [String] = []
                 for await event in events where event.ticket == ticket.id {
@@ -46,7 +46,7 @@ import Testing
         }
         let controller = NetworkController(configuration: .init(transport: transport, notificationCenter: nil))
         let url = URL(string: "http://a.test/big")!
-        var events = controller.events.makeAsyncIterator()
+        var events = controller.events().makeAsyncIterator()
         func next(_ kind: String, of ticket: Ticket) async -> NetworkEvent? {
             while let event = await events.next() {
                 if event.ticket == ticket.id, "\(event.kind)".hasPrefix(kind) { return event }

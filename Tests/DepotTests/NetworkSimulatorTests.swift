@@ -307,8 +307,10 @@ import Testing
     @Test func cancellingTheTaskEndsTheTransfer() async throws {
         let clock = ManualClock()
         let simulator = NetworkSimulator(clock: clock, link: .init(bandwidth: 1_000_000, rtt: .seconds(1)), routes: [.init(path: "/a", bytes: 1_000)])
-        let task = Task { try await Self.fetch(simulator, "/a") }
-        while simulator.openTransferCount == 0 { await Task.yield() }
+        let executor = SuspensionExecutor()
+        let task = Task(executorPreference: executor) { try await Self.fetch(simulator, "/a") }
+        await executor.suspended()  // the fetch waits on the link for the head: its transfer is open
+        #expect(simulator.openTransferCount == 1)
         task.cancel()
         let result = await task.result
         #expect(throws: DepotError.self) { try result.get() }

@@ -157,7 +157,7 @@ import Testing
                     DefaultHeaders(["Cookie": "session=\(Secret.cookie)", "X-API-Key": Secret.apiKey, Self.customHeader: Secret.custom]),
                 ]
             }) { controller in
-                let events = controller.events
+                let events = controller.events()
                 let collector = Task {
                     var seen: [String] = []
                     var ended = 0

@@ -55,8 +55,12 @@ import Testing
         let controller = controller(transport, interceptors: [
             Recorder(name: "retry", seen: seen) { $0.attempt == 1 ? .retry(after: .seconds(5)) : .proceed },
         ], clock: clock)
+        let events = DepotTesting.Recorder(controller.events())
         let task = Task { try await controller.perform(Fetch()) }
-        while clock.sleeperCount == 0 { await Task.yield() }
+        // The retry's wake-up time is fixed before it is announced: moving the
+        // clock now wakes it, whether or not its sleep has begun.
+        let retried = try await events.next { $0.kind == .retried }
+        #expect(retried.delay == .seconds(5))
         #expect(seen.value == ["retry#1:200"])
         clock.advance(by: .seconds(5))
         #expect(try await task.value.status == 200)

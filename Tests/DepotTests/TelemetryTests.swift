@@ -114,9 +114,20 @@ struct TelemetryTests {
         let tracer = W3CTracer()
         let transport = FixtureTransport(["/ping": .data(Data("pong".utf8))])
         transport.isOffline = true
+        // The controller posts an event's notification after it recorded the
+        // event's metrics: a limit's notification says its gauge has it.
+        let center = NotificationCenter()
+        let (limits, limitChanged) = AsyncStream.makeStream(of: Int.self)
+        let observer = center.addObserver(forName: .depotConcurrencyChanged, object: nil, queue: nil) { note in
+            guard let event = note.userInfo?[NetworkEvent.UserInfoKey.event] as? NetworkEvent,
+                  case .concurrencyChanged(let limit) = event.detail else { return }
+            limitChanged.yield(limit)
+        }
+        defer { center.removeObserver(observer) }
+        let limitsRecorded = Recorder(limits)
         let controller = NetworkController(configuration: .init(
             baseURL: URL(string: "http://fixtures.test")!, transport: transport,
-            metricsFactory: metrics, tracer: tracer, notificationCenter: nil
+            metricsFactory: metrics, tracer: tracer, notificationCenter: center
         ))
         // Given the gauges start at the controller's quality and limit
         #expect(try metrics.expectGauge(OperationMetrics.quality).lastValue == Double(ConnectionQuality.good.rawValue))
@@ -130,7 +141,8 @@ struct TelemetryTests {
         let name = Ping().name
         #expect(try metrics.expectCounter(OperationMetrics.failed, [("operation", name), ("status", "error")]).totalValue == 1)
         #expect(try metrics.expectGauge(OperationMetrics.quality).lastValue == 0)
-        while try metrics.expectGauge(OperationMetrics.limit).lastValue != 0 { await Task.yield() }
+        _ = try await limitsRecorded.next { $0 == 0 }
+        #expect(try metrics.expectGauge(OperationMetrics.limit).lastValue == 0)
 
         // And its span failed without a status code, with the context injected all the same
         let span = try #require(tracer.recorder.finishedSpans.first)

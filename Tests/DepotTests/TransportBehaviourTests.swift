@@ -172,7 +172,7 @@ import Testing
     func cancellingMidBodyCancelsTheTransfer(kind: TransportKind) async throws {
         try await withServer { server in
             try await withController(kind.make()) { controller in
-                let events = controller.events
+                let events = controller.events()
                 let ticket = controller.enqueue(FetchRaw(url: server.url(for: .huge)))
                 // Wait until body bytes are arriving, then cancel.
                 for await event in events {
@@ -192,7 +192,7 @@ import Testing
     func reportsProgressWithExpectedLength(kind: TransportKind) async throws {
         try await withServer { server in
             try await withController(kind.make()) { controller in
-                let events = controller.events
+                let events = controller.events()
                 let response = try await controller.perform(FetchRaw(url: server.url(for: .bytes(300_000))))
                 #expect(response.body.count == 300_000)
                 var last: TransferProgress?

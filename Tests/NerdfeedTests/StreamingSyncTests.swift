@@ -177,7 +177,7 @@ struct StreamingSyncTests {
         try await withSetup { server, store, controller in
             // Given a sync whose body stops halfway until the test lets it go on
             let feed = server.url(for: .feed(items: 3_000, chunkBytes: 1_000, tails: [.pausedHalfway]))
-            let events = controller.events
+            let events = controller.events()
             let sync = Task { try await controller.perform(FetchForumFeed(url: feed)) }
             for await event in events where event.kind == .progress { break }
 
@@ -198,7 +198,7 @@ struct StreamingSyncTests {
         try await withSetup { server, store, controller in
             // Given a long feed whose body has begun to arrive
             let feed = server.url(for: .feed(items: 50_000, chunkBytes: 1_000))
-            let events = controller.events
+            let events = controller.events()
             let sync = Task { try await controller.perform(FetchForumFeed(url: feed)) }
             for await event in events where event.kind == .progress { break }
 
@@ -219,7 +219,7 @@ struct StreamingSyncTests {
         try await withSetup { server, store, controller in
             // Given two callers of one feed, coalesced on one streamed job
             let feed = server.url(for: .feed(items: 20_000, chunkBytes: 1_000))
-            let events = controller.events
+            let events = controller.events()
             let first = Task { try await controller.perform(FetchForumFeed(url: feed)) }
             let second = Task { try await controller.perform(FetchForumFeed(url: feed)) }
             var coalesced = false

@@ -17,7 +17,7 @@ struct ContactSearchTests {
             try await f.app.login()
             try await f.control(route: "/contacts", latencyMs: 1000)
             let search = ContactSearch(app: f.app)
-            let events = f.controller.events
+            let events = f.controller.events()
             let watcher = Task {
                 var outcomes: [Ticket.ID: String] = [:]
                 for await event in events where event.operation == "SearchContacts" {
@@ -33,12 +33,14 @@ struct ContactSearchTests {
                 return outcomes
             }
 
-            // Given ten keystrokes, each a search, typed while the server holds every answer
+            // Given ten keystrokes, each a search that has gone out, typed while the server holds every answer
+            let started = Recorder(f.controller.events())
             var tickets: [Ticket] = []
             for character in "ann nakamu" {
                 search.type(character)
-                tickets.append(try #require(search.currentTicket))
-                await Task.yield()
+                let ticket = try #require(search.currentTicket)
+                tickets.append(ticket)
+                _ = try await started.next { $0.ticket == ticket.id && $0.kind == .started }
             }
             #expect(Set(tickets).count == 10)
             #expect(search.isSearching && search.matches == nil)
@@ -73,7 +75,7 @@ struct ContactSearchTests {
             try await f.app.login()
             try await f.control(route: "/contacts", latencyMs: 1000)
             let search = ContactSearch(app: f.app)
-            let events = f.controller.events
+            let events = f.controller.events()
             search.type("a")
             let ticket = try #require(search.currentTicket)
             search.deleteBackward()

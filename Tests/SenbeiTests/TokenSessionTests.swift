@@ -102,7 +102,7 @@ struct TokenSessionTests {
         try await withSenbei(serverClock: serverClock, transport: transport) { f in
             try await f.app.login()
             _ = try await f.app.loadTasks()
-            let events = f.controller.events
+            let events = f.controller.events()
             // Given the token expired on the server, and a read that started its refresh, which the server holds
             try await f.control(route: "/oauth/token", latencyMs: 1000)
             serverClock.advance(by: .seconds(3601))

@@ -136,7 +136,7 @@ struct ServerTests {
     @Test func theIdempotencyKeyPreventsADuplicateAfterADroppedConnection() async throws {
         try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
             let controller = try Self.controller(for: server)
-            let events = controller.events
+            let events = controller.events()
             let retries = Task {
                 var count = 0
                 for await event in events {

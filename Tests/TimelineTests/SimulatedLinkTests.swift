@@ -17,12 +17,12 @@ struct SimulatedLinkTests {
         let harness = try SimulatedTimeline(kbps: 120, rtt: .milliseconds(400), cached: cachedPosts)
         let app = try TimelineApp(controller: harness.controller)
         #expect(app.entries.fetchedObjects.count == 30, "the cache shows at once")
-        await harness.waitForWork()
+        try await harness.waitForWork()
 
         // The timeline arrives first; then the app asks for the avatars.
         let controller = harness.controller
         try await harness.run(until: { harness.entries("FetchTimeline").first?.finished != nil })
-        await harness.waitForApp { harness.entries("FetchAvatar").count == 12 }
+        try await harness.waitForEnqueued("FetchAvatar", count: 12)
         try await harness.run(until: { controller.quality == .poor })
         let timeline = try #require(harness.entries("FetchTimeline").first)
         #expect(timeline.outcome == .succeeded)
@@ -74,19 +74,18 @@ struct SimulatedLinkTests {
     @Test func postSurvivesQuitWithinGrace() async throws {
         let harness = try SimulatedTimeline(kbps: 120, rtt: .milliseconds(400), postLatency: .seconds(3), cached: cachedPosts)
         let app = try TimelineApp(controller: harness.controller)
-        await harness.waitForWork()
+        try await harness.waitForWork()
         try await app.post("hello")
         let controller = harness.controller
         // The timeline is in, the avatars asked for, the post still in flight.
         try await harness.run(until: { harness.entries("FetchTimeline").first?.finished != nil })
-        await harness.waitForApp { harness.entries("FetchAvatar").count == 12 }
+        try await harness.waitForEnqueued("FetchAvatar", count: 12)
         #expect(app.sentPosts.first?.isQueued == true)
 
         let quitting = Task { @MainActor in await app.shutdown(grace: .seconds(10)) }
-        while !controller.isShutDown { await Task.yield() }  // the quit has begun, at this instant
-        // Drive the link until the controller is done; the app then only waits
-        // for the completions it is owed on the main actor.
-        try await harness.run(until: { controller.isShutDown && controller.activity.running + controller.activity.queued == 0 })
+        // Drive the link, from the instant the quit has begun, until the controller
+        // is done; the app then only waits for the completions it is owed on the main actor.
+        try await harness.run(until: { controller.isShutDown && controller.activity.running + controller.activity.queued == 0 }, ready: { controller.isShutDown })
         let done = await quitting.value
         #expect(!done.graceExpired)
         #expect(done.finished >= 1)
@@ -106,16 +105,15 @@ struct SimulatedLinkTests {
     @Test func graceRunningOutCancelsThePost() async throws {
         let harness = try SimulatedTimeline(kbps: 120, rtt: .milliseconds(400), postLatency: .seconds(30))
         let app = try TimelineApp(controller: harness.controller)
-        await harness.waitForWork()
+        try await harness.waitForWork()
         try await app.post("slow")
         let controller = harness.controller
         try await harness.run(until: { controller.activity.running >= 1 })
 
         let quitting = Task { @MainActor in await app.shutdown(grace: .seconds(5)) }
-        while !controller.isShutDown { await Task.yield() }  // the quit has begun, at this instant
-        // Drive the link until the controller is done; the app then only waits
-        // for the completions it is owed on the main actor.
-        try await harness.run(until: { controller.isShutDown && controller.activity.running + controller.activity.queued == 0 })
+        // Drive the link, from the instant the quit has begun, until the controller
+        // is done; the app then only waits for the completions it is owed on the main actor.
+        try await harness.run(until: { controller.isShutDown && controller.activity.running + controller.activity.queued == 0 }, ready: { controller.isShutDown })
         let done = await quitting.value
         #expect(done.graceExpired)
         #expect(try #require(app.sentPosts.first).isQueued)

@@ -15,6 +15,9 @@ struct SimulatedTimeline {
     let controller: NetworkController
     let store: Store
     let trace = TraceRecorder()
+    /// The controller's events from the start, for what the app does on the
+    /// main actor, which the driver cannot see.
+    let events: Recorder<NetworkEvent>
 
     /// - Parameters:
     ///   - kbps: The link's bandwidth.
@@ -41,28 +44,35 @@ struct SimulatedTimeline {
         configuration.qualityRules = TimelineApp.qualityRules
         configuration.jitterSeed = 7
         controller = NetworkController(configuration: configuration)
+        events = Recorder(controller.events())
     }
 
     /// Drives the link until `condition` holds. The app reacts on the main
     /// actor (a finished refresh asks for avatars), which the driver cannot
     /// see: it waits for more quiet yields than a controller-only test needs.
-    func run(until condition: @escaping @Sendable () -> Bool) async throws {
-        try await simulator.run(until: condition, quietYields: 64, settled: simulator.settled(with: controller))
+    ///
+    /// - Parameter ready: Time stands still until it holds (something the
+    ///   app must have begun at this instant, such as a quit).
+    func run(until condition: @escaping @Sendable () -> Bool, ready: @escaping @Sendable () -> Bool = { true }) async throws {
+        let settled = simulator.settled(with: controller)
+        try await simulator.run(until: condition, quietYields: 64, settled: { ready() && settled() })
     }
 
-    /// Lets the app's main-actor tasks run until the controller has work: the
-    /// driver only sees the controller, so it must not start before the app has
-    /// enqueued anything.
-    @MainActor
-    func waitForWork() async {
-        await waitForApp { controller.activity.queued + controller.activity.running + controller.activity.blocked > 0 }
+    /// Returns once the app has given the controller work, with the clock
+    /// standing still: the driver only sees the controller, so it must not
+    /// start before the app has enqueued anything.
+    func waitForWork() async throws {
+        _ = try await events.next { $0.kind == .enqueued }
     }
 
-    /// Lets the app's main-actor tasks run, with the clock standing still,
-    /// until `condition` holds: for what the app does in reaction to a result.
-    @MainActor
-    func waitForApp(_ condition: () -> Bool) async {
-        while !condition() { await Task.yield() }
+    /// Returns once the app has enqueued `count` operations named `name` in
+    /// all, with the clock standing still: for what the app does on the main
+    /// actor in reaction to a result.
+    func waitForEnqueued(_ name: String, count: Int) async throws {
+        let enqueued: @Sendable (NetworkEvent) -> Bool = { $0.kind == .enqueued && $0.operation == name }
+        while events.values.filter(enqueued).count < count {
+            _ = try await events.next(where: enqueued)
+        }
     }
 
     /// The trace's entries for operations named `name`.

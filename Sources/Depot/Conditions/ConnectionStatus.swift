@@ -42,7 +42,7 @@ public final class ConnectionStatus {
         rtt = estimate.rtt
         concurrencyLimit = estimate.concurrencyLimit
         pausedCategories = estimate.pausedCategories
-        let events = controller.events
+        let events = controller.events()
         task = Task { [weak self, weak controller] in
             for await event in events {
                 // Every event may come with new estimates; the controller-wide ones always do.

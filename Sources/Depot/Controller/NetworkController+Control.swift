@@ -110,10 +110,20 @@ extension NetworkController {
 
     /// Everything that happens to operations from now on, as an asynchronous sequence.
     ///
-    /// Each access starts a new subscription; events before it are not replayed.
-    /// The sequence ends when the controller shuts down.
-    public var events: AsyncStream<NetworkEvent> {
-        hub.subscribe()
+    /// Each call starts a new subscription; events before it are not replayed.
+    /// The sequence ends when the controller shuts down. A subscriber that
+    /// falls more than `Configuration.eventBufferSize` events behind loses the
+    /// oldest.
+    ///
+    /// For example:
+    ///
+    /// ```swift
+    /// for await event in controller.events() where event.kind == .failed {
+    ///     print(event)
+    /// }
+    /// ```
+    public func events() -> NetworkEvents {
+        DepotStream(hub.subscribe())
     }
 
     func change(_ body: (inout Scheduler) -> [Scheduler.Action]) {

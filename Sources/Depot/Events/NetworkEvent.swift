@@ -2,11 +2,11 @@ import Foundation
 
 /// Something that happened to an operation, as seen by the ``NetworkController``.
 ///
-/// Read them from ``NetworkController/events`` or observe the matching
+/// Read them from ``NetworkController/events()`` or observe the matching
 /// notifications (see `Notification.Name.depotOperationFinished` and friends).
 ///
 /// ```swift
-/// for await event in controller.events {
+/// for await event in controller.events() {
 ///     if event.kind == .failed, let error = event.error { print(event.operation ?? "", error) }
 /// }
 /// ```

@@ -200,8 +200,8 @@ extension Outbox {
 
     /// Sends `mutation` once through the controller, and tells subscribers,
     /// in order and before the answer is judged, when the attempt waits for
-    /// the network (``NetworkEvent/OutboxChange/Step/waitingForNetwork``)
-    /// and when it goes out again (``NetworkEvent/OutboxChange/Step/sending``).
+    /// the network (``/Depot/NetworkEvent/OutboxChange/Step/waitingForNetwork``)
+    /// and when it goes out again (``/Depot/NetworkEvent/OutboxChange/Step/sending``).
     private func attempt<M: Mutation>(_ mutation: M, entry: OutboxEntry) async -> Result<NetworkResponse, DepotError> {
         let key = entry.id.rawValue
         let (steps, continuation) = AsyncStream.makeStream(of: NetworkEvent.OutboxChange.Step.self)

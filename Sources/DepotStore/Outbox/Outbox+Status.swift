@@ -69,7 +69,7 @@ extension Outbox {
 
     /// Every change of the outbox, starting with its state now. The sequence
     /// ends when its iterator is released.
-    public func updates() -> AsyncStream<OutboxSnapshot> {
+    public func updates() -> OutboxUpdates {
         let (stream, continuation) = AsyncStream<OutboxSnapshot>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let id = state.withLock { state -> UInt64 in
             state.nextSubscriber += 1
@@ -81,7 +81,7 @@ extension Outbox {
         }
         // Through the numbered path, so this first value cannot land after a newer one.
         Task { await self.changed() }
-        return stream
+        return DepotStream(stream)
     }
 
     /// Tells subscribers, `events` and NotificationCenter what happened to

@@ -17,7 +17,7 @@ import Synchronization
 /// |---|---|
 /// | 2xx (a replayed answer too) | ``Mutation/commit(_:_:)`` and the row's removal, in one transaction |
 /// | still processing (``Mutation/isStillProcessing(_:)``), 408, 429, 5xx, no network, a lost connection, a timeout | stays queued; tried again after a backoff |
-/// | 401 | its lane is held until credentials come back: a ``TokenAuthenticator`` sign-in or refresh resumes it by itself; ``resumeHeld()`` does so for credentials the app manages |
+/// | 401 | its lane is held until credentials come back: a ``/Depot/TokenAuthenticator`` sign-in or refresh resumes it by itself; ``resumeHeld()`` does so for credentials the app manages |
 /// | any other status (400, 403, 404, 409, 410, 422, …) | ``Mutation/rollback(_:_:)`` and the row's removal, in one transaction |
 ///
 /// Lanes: mutations of one ``Mutation/lane`` go strictly in order, one at a
@@ -35,7 +35,7 @@ import Synchronization
 /// let answer = await ticket.outcome()
 /// ```
 ///
-/// At ``NetworkController/shutdown(grace:)`` sends get the grace period (their
+/// At ``/Depot/NetworkController/shutdown(grace:)`` sends get the grace period (their
 /// exit policy is `.finish`); whatever is left stays in the store and goes
 /// out on the next launch. Closing the store stops the lanes; what they had
 /// not settled stays queued.
@@ -196,9 +196,9 @@ public final class Outbox: Sendable {
 
     /// Lets lanes held by a 401 go again.
     ///
-    /// With a ``TokenAuthenticator`` there is no need: a sign-in or a
+    /// With a ``/Depot/TokenAuthenticator`` there is no need: a sign-in or a
     /// successful refresh resumes held lanes by itself. Call this when the
-    /// app manages credentials another way (a ``RequestAdapter`` that adds
+    /// app manages credentials another way (a ``/Depot/RequestAdapter`` that adds
     /// them) and has new ones.
     public func resumeHeld() async {
         if !(await credentialsCameBack()) { await changed() }

@@ -16,6 +16,13 @@ public struct OutboxFailure: Sendable, Identifiable {
     public var description: String { "\(typeName) was not accepted: \(error)" }
 }
 
+/// An outbox's snapshots: what it holds when ``Outbox/updates()`` was
+/// called, then after each change (the latest when changes come fast).
+public typealias OutboxUpdates = DepotStream<OutboxSnapshot>
+
+/// One entry's steps, from ``OutboxTicket/changes()``.
+public typealias OutboxChanges = DepotStream<NetworkEvent.OutboxChange>
+
 /// What an outbox holds now.
 public struct OutboxSnapshot: Sendable {
     /// Mutations queued and not yet decided.
@@ -26,7 +33,7 @@ public struct OutboxSnapshot: Sendable {
     /// Whether an entry's attempt waits for the network to come back.
     public var isWaitingForNetwork: Bool
     /// Lanes stopped by a 401. They go again by themselves when credentials
-    /// come back (a ``TokenAuthenticator`` sign-in or refresh), or on
+    /// come back (a ``/Depot/TokenAuthenticator`` sign-in or refresh), or on
     /// ``Outbox/resumeHeld()``: "sign in to send".
     public var heldLanes: Set<String>
     /// Entries stopped with an error that wait for ``Outbox/retry(_:)`` or

@@ -35,13 +35,13 @@ public struct OutboxTicket: Sendable, Identifiable, Hashable {
 
     /// The entry's steps from now on (sending, will retry, committed, ...),
     /// each with the outbox's counts after it. The sequence ends after a
-    /// final step (``NetworkEvent/OutboxChange/Step/isFinal``), at once if
+    /// final step (``/Depot/NetworkEvent/OutboxChange/Step/isFinal``), at once if
     /// the entry was already decided, or when the controller shuts down.
-    public func changes() -> AsyncStream<NetworkEvent.OutboxChange> {
-        let events = outbox.controller.events
+    public func changes() -> OutboxChanges {
+        let events = outbox.controller.events()
         let key = id.rawValue
         let outbox = outbox
-        return AsyncStream { continuation in
+        return DepotStream(AsyncStream { continuation in
             let task = Task {
                 // Subscribed above, before this look: a step taken after the
                 // look arrives as an event, one taken before is in the outcomes.
@@ -61,7 +61,7 @@ public struct OutboxTicket: Sendable, Identifiable, Hashable {
                 continuation.finish()
             }
             continuation.onTermination = { _ in task.cancel() }
-        }
+        })
     }
 
     public static func == (lhs: OutboxTicket, rhs: OutboxTicket) -> Bool {

@@ -62,7 +62,7 @@ extension NetworkController {
         // list starts again from page one and its paging state follows.
         let owner = PagedResultsOwner<Record>()
         let status = SyncStatus(key: PageFetch(endpoint: endpoint, page: first, position: endpoint.firstPage, index: 0).cacheKey, store: store, clock: configuration.clock, policy: policy, events: { [weak self] in
-            self?.events ?? AsyncStream { $0.finish() }
+            self?.events() ?? DepotStream(AsyncStream { $0.finish() })
         }) { _ async throws(DepotError) in
             await owner.refresh()
         }

@@ -61,7 +61,7 @@ public final class PagedResults<Record: FetchableRecord & Identifiable & Equatab
     @ObservationIgnored private let store: Store
     @ObservationIgnored private let load: @MainActor (_ index: Int, _ position: PagePosition) async throws(DepotError) -> Void
     @ObservationIgnored private let firstPage: PagePosition
-    @ObservationIgnored private let events: @Sendable () -> AsyncStream<NetworkEvent>
+    @ObservationIgnored private let events: @Sendable () -> NetworkEvents
     @ObservationIgnored private let operationName: String
     /// Set when the server made no progress: paging stops until a refresh.
     @ObservationIgnored private var ended = false
@@ -87,7 +87,7 @@ public final class PagedResults<Record: FetchableRecord & Identifiable & Equatab
         self.held = held
         pagingKey = endpoint.pagingKey
         firstPage = endpoint.firstPage
-        events = { controller.events }
+        events = { controller.events() }
         operationName = (try? endpoint.operation(for: endpoint.firstPage).name) ?? String(describing: Endpoint.self)
         load = { index, position async throws(DepotError) in
             let page: Endpoint.PageOperation

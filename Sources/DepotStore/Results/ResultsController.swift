@@ -252,11 +252,22 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         onChange: @escaping @MainActor (ResultsUpdate<Record>) -> Void
     ) -> ResultsObservation {
         let id = UUID()
-        subscribers[id] = Subscriber(onChange: onChange, onError: onError)
-        onChange(ResultsUpdate(snapshot: snapshot, changes: nil))
-        return ResultsObservation { [weak self] in
+        let observation = ResultsObservation { [weak self] in
             self?.subscribers[id] = nil
         }
+        // Checked at each delivery: once `cancel()` returned on the main
+        // actor, or the observation was released, no callback runs.
+        subscribers[id] = Subscriber(
+            onChange: { [weak observation] update in
+                guard let observation, !observation.isCancelled else { return }
+                onChange(update)
+            },
+            onError: { [weak observation] error in
+                guard let observation, !observation.isCancelled else { return }
+                onError(error)
+            })
+        onChange(ResultsUpdate(snapshot: snapshot, changes: nil))
+        return observation
     }
 
     /// The current snapshot, then one update per change, as an AsyncSequence.
@@ -264,7 +275,7 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     /// Every change set is kept (none is dropped for a slow consumer), so applying
     /// them in order to the first snapshot always gives the latest. The sequence
     /// ends when its iteration is cancelled or the results controller is released.
-    public func updates() -> AsyncStream<ResultsUpdate<Record>> {
+    public func updates() -> ResultsUpdates<Record> {
         let (stream, continuation) = AsyncStream<ResultsUpdate<Record>>.makeStream()
         let id = UUID()
         continuation.yield(ResultsUpdate(snapshot: snapshot, changes: nil))
@@ -275,7 +286,7 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         continuation.onTermination = { [weak self] _ in
             Task { @MainActor in self?.subscribers[id] = nil }
         }
-        return stream
+        return DepotStream(stream)
     }
 
     /// How many change sets have been delivered: handy in tests.
@@ -291,6 +302,10 @@ private final class Current<Record: Sendable>: Sendable {
     }
 }
 
+/// A results controller's updates: its snapshot when ``ResultsController/updates()``
+/// was called, then one update per change.
+public typealias ResultsUpdates<Record: Sendable> = DepotStream<ResultsUpdate<Record>>
+
 /// A snapshot and the change set that led to it (`nil` for the first one).
 public struct ResultsUpdate<Record: Sendable>: Sendable {
     /// The results after the change.
@@ -301,19 +316,42 @@ public struct ResultsUpdate<Record: Sendable>: Sendable {
 
 /// A running observation of a ``ResultsController``. It stops when cancelled or
 /// released.
+///
+/// Cancelling is synchronous, as with GRDB's cancellables: once ``cancel()``
+/// returns on the main actor (or the observation is released), its callbacks
+/// are not called again.
 public final class ResultsObservation: Sendable {
-    private let onCancel: Mutex<(@MainActor @Sendable () -> Void)?>
+    private struct State {
+        var cancelled = false
+        var onCancel: (@MainActor @Sendable () -> Void)?
+    }
+
+    private let state: Mutex<State>
 
     init(onCancel: @escaping @MainActor @Sendable () -> Void) {
-        self.onCancel = Mutex(onCancel)
+        self.state = Mutex(State(onCancel: onCancel))
     }
 
     deinit { cancel() }
 
-    /// Stops the observation.
+    /// Whether ``cancel()`` was called.
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    /// Stops the observation: no callback runs after this returns on the main
+    /// actor. Called from elsewhere, a delivery already under way on the main
+    /// actor may still finish.
     public func cancel() {
-        guard let onCancel = onCancel.withLock({ $0.take() }) else { return }
-        Task { @MainActor in onCancel() }
+        let onCancel = state.withLock { state in
+            state.cancelled = true
+            return state.onCancel.take()
+        }
+        guard let onCancel else { return }
+        // The subscriber leaves its controller on the main actor: now if this is it.
+        if Thread.isMainThread {
+            MainActor.assumeIsolated { onCancel() }
+        } else {
+            Task { @MainActor in onCancel() }
+        }
     }
 }
 
