@@ -178,6 +178,7 @@ let package = Package(
         .testTarget(
             name: "DepotTests",
             dependencies: [
+                "CLITestSupport",
                 "Depot",
                 "DepotAsyncHTTPClient",
                 "DemoServer",
@@ -243,6 +244,27 @@ let package = Package(
             name: "depot-fuzz",
             dependencies: ["FuzzTargets"],
             path: "Fuzz/Driver"
+        ),
+        // Allocations per operation, counted in a process of their own (its
+        // malloc family counts), for the thresholds `AllocationTests` checks.
+        .target(
+            name: "CMallocCounter",
+            path: "Tests/CMallocCounter"
+        ),
+        .executableTarget(
+            name: "depot-allocations",
+            dependencies: [
+                "CMallocCounter",
+                "Depot",
+                "DepotStore",
+                "DepotAsyncHTTPClient",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Tests/AllocationCounter"
         ),
         // Running the example executables from tests: posix_spawn and tmux.
         .target(
