@@ -123,7 +123,7 @@ extension CachingOperation {
 
     /// Parses, then writes the payload and the ledger entry in one transaction.
     /// A 304 only updates `lastSynced`; a 304 to a request that sent no
-    /// validators fails with ``DepotError/Code/unexpectedStatus``. A failure is
+    /// validators fails with ``/Depot/DepotError/Code/unexpectedStatus``. A failure is
     /// recorded in the ledger (in a transaction of its own, after the rollback)
     /// and rethrown.
     public func process(_ response: NetworkResponse, context: OperationContext) async throws -> CacheUpdate<Written> {
@@ -163,7 +163,7 @@ extension CachingOperation {
 }
 
 extension Store {
-    /// `error` as the caching operation's ``DepotError``, recorded in the
+    /// `error` as the caching operation's ``/Depot/DepotError``, recorded in the
     /// ledger for `key` (in a transaction of its own, after the rollback)
     /// unless it is a cancellation.
     func recordCachingFailure(_ error: any Error, operation: String, response: NetworkResponse, key: String) async -> DepotError {

@@ -44,7 +44,7 @@ public final class StreamedBody: Sendable {
     /// The next chunk, in order, or `nil` after the last one. Call it from
     /// `write`, on the store's writer.
     ///
-    /// - Throws: ``DepotError/Code/storage`` if the kept part of the body
+    /// - Throws: ``/Depot/DepotError/Code/storage`` if the kept part of the body
     ///   cannot be read back: let it propagate, and the transaction rolls back.
     public func next() throws(DepotError) -> Data? {
         try reader.withLock { reader throws(DepotError) -> Data? in
@@ -114,7 +114,7 @@ final class BodySpool: Sendable {
 
     /// Keeps the next chunk of the body.
     ///
-    /// - Throws: ``DepotError/Code/storage`` when the file cannot be made or
+    /// - Throws: ``/Depot/DepotError/Code/storage`` when the file cannot be made or
     ///   written. The body is then lost: ``finish()`` throws the same error.
     func append(_ chunk: Data) throws(DepotError) {
         try state.withLock { state throws(DepotError) in
@@ -166,7 +166,7 @@ final class BodySpool: Sendable {
 
     /// The whole body, for the write; the spool keeps nothing after.
     ///
-    /// - Throws: ``DepotError/Code/storage`` when the body could not be kept,
+    /// - Throws: ``/Depot/DepotError/Code/storage`` when the body could not be kept,
     ///   or the file cannot be rewound.
     func finish() throws(DepotError) -> StreamedBody {
         try state.withLock { state throws(DepotError) -> StreamedBody in

@@ -18,7 +18,7 @@ import GRDB
 /// If the transfer fails halfway (truncated, timed out, lost, cancelled), the
 /// kept body is dropped and nothing is written; a retry starts afresh. If
 /// the body cannot be kept (a full disk), the operation fails with
-/// ``DepotError/Code/storage`` and writes nothing. If `write` throws,
+/// ``/Depot/DepotError/Code/storage`` and writes nothing. If `write` throws,
 /// everything rolls back. A malformed body is found once it has all arrived:
 /// the body limit and the operation's total timeout bound what that costs.
 /// As with a buffered body, what `write` threw goes to the ledger, and the

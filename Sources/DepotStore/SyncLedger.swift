@@ -217,7 +217,7 @@ public struct SyncLedger: Sendable {
     }
 
     /// How a request URL is kept in the validators table: the values of
-    /// secret query parameters (``Depot/Redaction/default``) are left out,
+    /// secret query parameters (``/Depot/Redaction/default``) are left out,
     /// so that tokens never reach the cache file.
     static func validatorKey(for url: URL) -> String {
         Redaction.default.url(url)
@@ -238,7 +238,7 @@ public struct SyncLedger: Sendable {
 public struct SyncError: Sendable, Hashable, CustomStringConvertible {
     /// The error's code, when it is one this version of Depot knows.
     public var code: DepotError.Code?
-    /// The full message, as ``Depot/DepotError/description`` gave it.
+    /// The full message, as ``/Depot/DepotError/description`` gave it.
     public var message: String
     /// When it happened.
     public var date: Date

@@ -2,10 +2,10 @@ import Depot
 import Foundation
 import Synchronization
 
-/// A ``Depot/Transport`` that answers from fixtures by path and records every
+/// A ``/Depot/Transport`` that answers from fixtures by path and records every
 /// request: for testing operations through the whole controller without a server.
 ///
-/// Bodies come from files (read through ``Depot/FileTransport``) or from memory.
+/// Bodies come from files (read through ``/Depot/FileTransport``) or from memory.
 /// Set ``isOffline`` to make every request fail the way a refused connection does.
 ///
 /// For example:
@@ -67,7 +67,7 @@ public final class FixtureTransport: Transport {
         state.withLock { $0.fallback = fixture }
     }
 
-    /// Whether every request fails with ``Depot/DepotError/Code/offline``.
+    /// Whether every request fails with ``/Depot/DepotError/Code/offline``.
     public var isOffline: Bool {
         get { state.withLock { $0.isOffline } }
         set { state.withLock { $0.isOffline = newValue } }

@@ -2,7 +2,7 @@ import Depot
 import Foundation
 import Synchronization
 
-/// A ``Transport`` that models a network link on an injected clock, so tests can
+/// A ``/Depot/Transport`` that models a network link on an injected clock, so tests can
 /// see how code behaves on a slow, shared, flaky or absent network, instantly
 /// and the same way every time.
 ///
@@ -16,8 +16,8 @@ import Synchronization
 ///   through a FIFO at the bottleneck, so bytes already queued delay every
 ///   response behind them, as a router's buffer or `tbf` does;
 /// - a scripted timeline changes bandwidth and round trip, and takes the link
-///   offline: then `send` fails with ``DepotError/Code/offline`` and transfers
-///   in flight fail with ``DepotError/Code/connectionLost``;
+///   offline: then `send` fails with ``/Depot/DepotError/Code/offline`` and transfers
+///   in flight fail with ``/Depot/DepotError/Code/connectionLost``;
 /// - routes (matched by path) give status, size, latency and headers, and can
 ///   fail a number of times first (for example 503 with `Retry-After`); a
 ///   200 route with an `ETag` header answers a GET or HEAD whose
@@ -27,7 +27,7 @@ import Synchronization
 /// - cancelling the calling task, or dropping the body, ends the transfer and
 ///   frees its share at once.
 ///
-/// On a ``ManualClock`` time moves only through ``run(until:settled:)``, which
+/// On a ``ManualClock`` time moves only through ``run(until:quietYields:settled:)``, which
 /// waits until everything is parked and then jumps to the next event: a minute
 /// of simulated traffic runs in milliseconds and gives the same result every
 /// run. On any other clock the simulator times itself (a link in real time).
@@ -157,12 +157,12 @@ public final class NetworkSimulator: Transport, Sendable {
             Failure(kind: .status(status, headers, bytes: max(0, bytes)))
         }
 
-        /// The connection breaks after `bytes` body bytes (``DepotError/Code/connectionLost``).
+        /// The connection breaks after `bytes` body bytes (``/Depot/DepotError/Code/connectionLost``).
         public static func connectionLost(afterBytes bytes: Int) -> Failure {
             Failure(kind: .connectionLost(afterBytes: max(0, bytes)))
         }
 
-        /// The connection is refused at once (``DepotError/Code/offline``).
+        /// The connection is refused at once (``/Depot/DepotError/Code/offline``).
         public static let refused = Failure(kind: .refused)
     }
 
@@ -251,7 +251,7 @@ public final class NetworkSimulator: Transport, Sendable {
     /// Makes a simulator.
     ///
     /// - Parameters:
-    ///   - clock: The clock the link runs on; a ``ManualClock`` is driven by ``run(until:settled:)``.
+    ///   - clock: The clock the link runs on; a ``ManualClock`` is driven by ``run(until:quietYields:settled:)``.
     ///   - link: The link at the start.
     ///   - routes: What the server answers; the first match wins. Other paths get a 404 with no body.
     ///   - timeline: Scripted changes of the link.

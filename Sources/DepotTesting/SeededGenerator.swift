@@ -7,7 +7,8 @@ import Depot
 ///
 /// ```swift
 /// var random = SeededGenerator(seed: 42)
-/// let delay = RetryPolicy.default.backoff(after: 2, using: &random)   // the same every run
+/// let decision = RetryPolicy.default.decision(forStatus: 503, headers: [:], method: .get, attempt: 2, now: Date(), using: &random)
+/// print(decision.delay ?? .zero)   // the same every run
 /// ```
 public struct SeededGenerator: RandomNumberGenerator, Sendable {
     private var base: SplitMix64

@@ -4,15 +4,15 @@ import Foundation
 import GRDB
 import Synchronization
 
-/// Stores for tests: fresh files in a temporary folder, or copies of a seed
-/// database, so every test starts from a known SQLite file and never changes
-/// the seed.
+/// Stores for tests: fresh files in a temporary folder, or copies of a
+/// database file committed with the tests, so every test starts from a known
+/// SQLite file and none changes the committed one.
 ///
 /// For example:
 ///
 /// ```swift
 /// let seed = Bundle.module.url(forResource: "seed", withExtension: "sqlite")!
-/// try await StoreFixtures.withStore(copying: seed, migrator: .app) { store in
+/// try await StoreFixtures.withStore(copying: seed, migrator: .contacts) { store in
 ///     // run an operation, then read the rows it left
 /// }
 /// ```
@@ -21,9 +21,11 @@ public enum StoreFixtures {
     /// then deletes the folder.
     ///
     /// - Parameters:
-    ///   - seed: A SQLite file (committed with the tests).
+    ///   - seed: A SQLite file (committed with the tests), or `nil` for a new, empty one.
     ///   - migrator: The app's migrations; pending ones run on the copy.
     ///   - currentDate: The wall clock for the ledger.
+    ///   - isolation: The caller's actor, which `body` runs on.
+    ///   - body: The test's work with the store; the store is closed after it.
     public static func withStore<T>(
         copying seed: URL? = nil,
         migrator: DatabaseMigrator = DatabaseMigrator(),
@@ -45,7 +47,7 @@ public enum StoreFixtures {
     }
 
     /// Opens a store in a new temporary folder, copying `seed` first if given.
-    /// The caller deletes the folder (``Store/path``'s parent) when done.
+    /// The caller deletes the folder (``/DepotStore/Store/path``'s parent) when done.
     public static func temporaryStore(
         copying seed: URL? = nil,
         migrator: DatabaseMigrator = DatabaseMigrator(),
@@ -54,16 +56,16 @@ public enum StoreFixtures {
         try open(in: temporaryFolder(), copying: seed, migrator: migrator, currentDate: currentDate)
     }
 
-    /// Runs one operation through a real ``Depot/NetworkController`` whose every
+    /// Runs one operation through a real ``/Depot/NetworkController`` whose every
     /// request is answered with the file at `response`, writing into `store`.
     ///
     /// For example:
     ///
     /// ```swift
-    /// try await StoreFixtures.withStore(copying: seed, migrator: .app) { store in
-    ///     let page = Bundle.module.url(forResource: "page2", withExtension: "json")!
-    ///     _ = try await StoreFixtures.perform(FetchContacts(page: 2), respondingWith: page, in: store)
-    ///     #expect(try await store.read { try Contact.fetchCount($0) } == 40)
+    /// try await StoreFixtures.withStore(migrator: .contacts) { store in
+    ///     let contacts = Bundle.module.url(forResource: "contacts", withExtension: "json")!
+    ///     _ = try await StoreFixtures.perform(SyncContacts(), respondingWith: contacts, in: store)
+    ///     #expect(try await store.read { try CachedContact.fetchCount($0) } == 20)
     /// }
     /// ```
     ///

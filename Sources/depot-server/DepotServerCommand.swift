@@ -7,7 +7,8 @@ import Foundation
 struct DepotServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "depot-server",
-        abstract: "A local HTTP backend for Depot's example apps: forum RSS/Atom and top songs, with ETags. Every GET route also answers HEAD."
+        abstract: "A local HTTP backend for Depot's example apps and tests: feeds, a CRM with OAuth 2, a timeline, paging, faults and shaped network conditions.",
+        discussion: DemoServer.routeSummary
     )
 
     @Option(parsing: .unconditional, help: "The port to listen on; 0 picks a free one and prints it.")
@@ -61,13 +62,7 @@ struct DepotServerCommand: AsyncParsableCommand {
             tokenLifetime: .milliseconds(Int64((tokenLifetime * 1000).rounded()))
         ))
         // Written at once, not buffered: a script that reads the port from a pipe needs it now.
-        let banner = """
-            depot-server listening on \(server.baseURL.absoluteString)
-            routes: /forum/rss  /forum/atom  /topsongs/limit=10/json  /faults/...  /_stats  POST /_control  POST /oauth/token
-            (every GET route also answers HEAD: the same status and headers, no body)
-
-            """
-        FileHandle.standardOutput.write(Data(banner.utf8))
+        FileHandle.standardOutput.write(Data(DemoServer.banner(listeningOn: server.baseURL).utf8))
         try await server.waitUntilStopped()
     }
 }

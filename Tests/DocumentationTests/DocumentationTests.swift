@@ -11,16 +11,26 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct DocumentationTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// Each document, and the example file that holds its code.
+    /// Each document, and the example files that hold its code.
     static let documents: [(document: String, examples: String)] = [
         ("README.md", "Tests/DocumentationTests/Examples/README.swift"),
         ("Sources/Depot/Depot.docc/GettingStarted.md", "Tests/DocumentationTests/Examples/GettingStarted.swift"),
-        ("Sources/Depot/Depot.docc/OfflineBehavior.md", "Tests/DocumentationTests/Examples/GettingStarted.swift Tests/DocumentationTests/Examples/OfflineBehavior.swift"),
-        ("Sources/Depot/Depot.docc/TestingYourOperations.md", "Tests/DocumentationTests/Examples/TestingYourOperations.swift"),
-        ("Sources/Depot/Depot.docc/OfflineWrites.md", "Tests/DocumentationTests/Examples/OfflineWrites.swift"),
+        ("Sources/Depot/Depot.docc/OfflineAndBadNetworks.md", "Tests/DocumentationTests/Examples/GettingStarted.swift Tests/DocumentationTests/Examples/OfflineBehavior.swift"),
         ("Sources/Depot/Depot.docc/Authentication.md", "Tests/DocumentationTests/Examples/Authentication.swift"),
         ("Sources/Depot/Depot.docc/Observability.md", "Tests/DocumentationTests/Examples/Observability.swift"),
-        ("Sources/Depot/Depot.docc/KeepingTheCacheInShape.md", "Tests/DocumentationTests/Examples/Retention.swift Tests/DocumentationTests/Examples/KeepingTheCacheInShape.swift"),
+        ("Sources/DepotStore/DepotStore.docc/YourFirstCachedList.md", "Tests/DocumentationTests/Examples/YourFirstCachedList.swift"),
+        ("Sources/DepotStore/DepotStore.docc/OfflineWrites.md", "Tests/DocumentationTests/Examples/OfflineWrites.swift"),
+        ("Sources/DepotStore/DepotStore.docc/KeepingTheCacheInShape.md", "Tests/DocumentationTests/Examples/Retention.swift Tests/DocumentationTests/Examples/KeepingTheCacheInShape.swift"),
+        ("Sources/DepotTesting/DepotTesting.docc/TestingYourOperations.md", "Tests/DocumentationTests/Examples/TestingYourOperations.swift"),
+        ("Sources/DepotAsyncHTTPClient/DepotAsyncHTTPClient.docc/DepotAsyncHTTPClient.md", "Tests/DocumentationTests/Examples/DepotAsyncHTTPClient.swift"),
+    ]
+
+    /// The DocC catalog of every library product.
+    static let catalogs = [
+        "Sources/Depot/Depot.docc",
+        "Sources/DepotStore/DepotStore.docc",
+        "Sources/DepotTesting/DepotTesting.docc",
+        "Sources/DepotAsyncHTTPClient/DepotAsyncHTTPClient.docc",
     ]
 
     /// The ```swift blocks of a Markdown text.
@@ -74,15 +84,31 @@ import Testing
         }
     }
 
-    /// Every DocC article with Swift code is checked above.
-    @Test func everyArticleIsListed() throws {
-        let catalog = Self.root.appending(path: "Sources/Depot/Depot.docc")
-        let articles = try FileManager.default.contentsOfDirectory(atPath: catalog.path).filter { $0.hasSuffix(".md") }
+    /// Every DocC article with Swift code, in every catalog, is checked above.
+    @Test(arguments: catalogs)
+    func everyArticleIsListed(catalog: String) throws {
+        let folder = Self.root.appending(path: catalog)
+        let articles = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".md") }
+        #expect(!articles.isEmpty, "\(catalog) has no landing page")
         for article in articles {
-            let text = try String(contentsOf: catalog.appending(path: article), encoding: .utf8)
+            let text = try String(contentsOf: folder.appending(path: article), encoding: .utf8)
             guard !Self.swiftBlocks(in: text).isEmpty else { continue }
-            #expect(Self.documents.contains { $0.document == "Sources/Depot/Depot.docc/\(article)" }, "\(article)")
+            #expect(Self.documents.contains { $0.document == "\(catalog)/\(article)" }, "\(article)")
         }
+    }
+
+    /// The README's installation section says what the manifest says: the
+    /// tools version, the platforms, and the GRDB an app declares beside Depot.
+    @Test func theInstallationSectionMatchesTheManifest() throws {
+        let readme = try String(contentsOf: Self.root.appending(path: "README.md"), encoding: .utf8)
+        let manifest = try String(contentsOf: Self.root.appending(path: "Package.swift"), encoding: .utf8)
+        let manifestLines = manifest.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let toolsVersion = try #require(manifestLines.first)
+        #expect(readme.contains(toolsVersion))
+        let platforms = try #require(manifestLines.first { $0.hasPrefix("platforms:") })
+        #expect(readme.contains(platforms), "the README's platforms are not \(platforms)")
+        let grdb = try #require(manifestLines.first { $0.hasPrefix(".package(url: \"https://github.com/groue/GRDB.swift\"") })
+        #expect(readme.contains(grdb.trimmingCharacters(in: CharacterSet(charactersIn: ","))), "the README does not declare \(grdb)")
     }
 
     @Test func aBlockMatchesOnlyWithEveryLineInOrder() {
@@ -98,6 +124,7 @@ import Testing
     }
 
     // MARK: The examples that run without a network
+    // (The suites beside the examples, ContactsTests and TestingYourOperationsTests, run too.)
 
     static let contactsJSON = Data(#"{"items": [{"id": 1, "name": "Ann"}, {"id": 2, "name": "Bob"}]}"#.utf8)
 
@@ -114,9 +141,9 @@ import Testing
         try Self.contactsJSON.write(to: file)
         #expect(try await TestingYourOperationsExamples.pointItAtAFile(fixtureURL: file).count == 2)
 
-        let rows = folder.appending(path: "rows.json")
-        try Data(#"[{"id": 1, "name": "Ann"}]"#.utf8).write(to: rows)
-        try await TestingYourOperationsExamples.storeFixtures(fixtureURL: rows)
+        let one = folder.appending(path: "one.json")
+        try Data(#"{"items": [{"id": 1, "name": "Ann"}]}"#.utf8).write(to: one)
+        try await TestingYourOperationsExamples.storeFixtures(fixtureURL: one)
     }
 
     @Test func theObservabilityTestExampleCountsAndTraces() async throws {
@@ -127,25 +154,23 @@ import Testing
     }
 
     @Test func aCachingOperationsProcessWritesToTheStoreInItsContext() async throws {
-        try await StoreFixtures.withStore(migrator: migrator) { store in
-            let response = NetworkResponse(status: 200, body: Data(#"[{"id": 7, "name": "Cy"}]"#.utf8), url: URL(string: "http://test/contacts")!)
+        try await StoreFixtures.withStore(migrator: .contacts) { store in
+            let response = NetworkResponse(status: 200, body: Data(#"{"items": [{"id": 7, "name": "Cy"}]}"#.utf8), url: URL(string: "http://test/contacts")!)
             let update = try await TestingYourOperationsExamples.callProcessWithAStore(response, store: store)
             #expect(update.written == 1)
             #expect(try await store.read { db in try CachedContact.fetchCount(db) } == 1)
         }
     }
 
-    /// A transport that never answers, until it is cancelled.
-    struct NeverAnswers: Transport {
-        func send(_ request: TransportRequest) async throws -> TransportResponse {
-            let (never, continuation) = AsyncStream<Int>.makeStream()
-            for await _ in never {}
-            continuation.finish()
-            throw CancellationError()
-        }
-    }
-
-    @Test func theManualClockExampleEndsTheGrace() async {
-        await TestingYourOperationsExamples.manualClock(api: URL(string: "http://api.test")!, transport: NeverAnswers())
+    /// The article's status line, for each state a screen meets.
+    @MainActor @Test func theContactsStatusLineSaysWhatTheStatusKnows() {
+        let date = Date(timeIntervalSince1970: 1_767_225_600)
+        let time = date.formatted(date: .omitted, time: .shortened)
+        let offline = SyncError(code: .offline, message: "offline", date: date)
+        #expect(ContactsScreen.line(for: .init(isSyncing: true, lastSynced: nil, lastError: nil)) == "syncing…")
+        #expect(ContactsScreen.line(for: .init(isSyncing: false, lastSynced: nil, lastError: nil)) == "not synced yet")
+        #expect(ContactsScreen.line(for: .init(isSyncing: false, lastSynced: date, lastError: nil)) == "last synced \(time)")
+        #expect(ContactsScreen.line(for: .init(isSyncing: true, lastSynced: date, lastError: offline)) == "offline · showing contacts from \(time)")
+        #expect(ContactsScreen.line(for: .init(isSyncing: false, lastSynced: nil, lastError: offline)) == "offline · nothing cached yet")
     }
 }

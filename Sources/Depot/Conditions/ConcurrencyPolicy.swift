@@ -1,15 +1,14 @@
 /// Decides how many transfers may run at once, from what the ``ConnectionMonitor`` knows.
 ///
-/// A policy is a value the controller keeps and updates after every monitor
-/// event; ``update(quality:rtt:minimumRTT:at:)`` returns the new limit when it
-/// changes. The simple policies depend on the quality alone; ``adaptive(_:)``
-/// probes for the limit the way TCP probes for its window.
+/// The controller keeps the policy of its configuration and asks it for a new
+/// limit after every change the monitor sees. The simple policies depend on
+/// the quality alone; ``adaptive(_:)`` probes for the limit the way TCP probes
+/// for its window. ``NetworkController/concurrencyLimit`` is the limit in force.
 ///
 /// For example:
 ///
 /// ```swift
-/// var policy = ConcurrencyPolicy.default
-/// if let limit = policy.update(from: monitor, at: now) { scheduler.setLimit(limit) }
+/// let controller = NetworkController(configuration: .init(baseURL: api, concurrencyPolicy: .adaptive()))
 /// ```
 public struct ConcurrencyPolicy: Sendable {
     enum Base: Sendable {

@@ -25,14 +25,14 @@ import Foundation
 ///   failure goes `.offline` at once; any answer from a server leaves `.offline`
 ///   at once, back to the class known before.
 ///
-/// For example:
+/// Each controller has its own monitor, made from its configuration's
+/// ``Configuration``. For example, a monitor slower to change its mind:
 ///
 /// ```swift
-/// var monitor = ConnectionMonitor(configuration: .default)
-/// let sample = TransferSample(bytes: 40_000, timeToFirstByte: .milliseconds(100), transferDuration: .seconds(3))
-/// for action in monitor.handle(.transfer(sample), at: now) {
-///     if case .qualityChanged(_, let quality) = action { limit = policy.limit(for: quality) }
-/// }
+/// var configuration = NetworkController.Configuration(baseURL: api)
+/// configuration.monitor.samplesToChange = 5
+/// let controller = NetworkController(configuration: configuration)
+/// if controller.quality <= .poor { showLowBandwidthHint() }
 /// ```
 public struct ConnectionMonitor: Sendable {
     /// How the monitor measures and how quickly it changes its mind.

@@ -3,7 +3,7 @@
 /// Qualities are ordered, so rules can say "at or below `.poor`":
 ///
 /// ```swift
-/// if monitor.quality <= .poor { showLowBandwidthHint() }
+/// if controller.quality <= .poor { showLowBandwidthHint() }
 /// ```
 ///
 /// Frozen on purpose: the five classes of Facebook's network connection
@@ -35,11 +35,11 @@ public enum ConnectionQuality: Int, Sendable, Hashable, Comparable, CaseIterable
     /// The bandwidths, in bits per second, where one quality ends and the next begins.
     ///
     /// A bandwidth below ``moderate`` is `.poor`; at or above ``excellent`` it is
-    /// `.excellent`. For example:
+    /// `.excellent`. For example, for an app whose lightest screen needs 300 kbit/s:
     ///
     /// ```swift
-    /// let thresholds = ConnectionQuality.Thresholds.default
-    /// thresholds.quality(forBandwidth: 300_000)   // .moderate
+    /// var configuration = NetworkController.Configuration(baseURL: api)
+    /// configuration.monitor.thresholds = .init(moderate: 300_000, good: 1_000_000, excellent: 5_000_000)
     /// ```
     public struct Thresholds: Sendable, Hashable {
         /// The lowest bandwidth, in bits per second, that counts as `.moderate`.

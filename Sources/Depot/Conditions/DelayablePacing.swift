@@ -47,7 +47,7 @@
 /// var configuration = NetworkController.Configuration(baseURL: base)
 /// configuration.delayablePacing = .bandwidthDelay(roundTrips: 1)   // tighter than the default
 /// configuration.delayablePacing = .bandwidthDelay(roundTrips: 2, rangeBytes: nil)   // whole responses
-/// configuration.delayablePacing = .off                             // as before pacing existed
+/// configuration.delayablePacing = .off                             // every delayable transfer starts at once
 /// ```
 public struct DelayablePacing: Sendable, Hashable {
     /// How many round trips of bytes the budget holds; `nil` when pacing is off.

@@ -1,18 +1,15 @@
 /// What to hold back when the network is bad: categories to pause and queued
 /// work to drop, and what to let go again when it recovers.
 ///
-/// The rules are pure: give them the old and new quality and the queued work,
-/// and they say what to pause, resume and cancel. They report only what they
-/// themselves pause, so a controller should keep categories the user paused
-/// apart and resume a category only when neither holds it.
+/// The controller applies its configuration's rules whenever the quality
+/// changes, and undoes them when the network recovers. A category the user
+/// paused stays paused: the rules resume only what they paused themselves.
 ///
-/// For example:
+/// For example, pause images on a moderate network already, and drop nothing:
 ///
 /// ```swift
-/// let rules = QualityRules.default   // at .poor or worse: pause images, drop queued low-priority work
-/// let changes = rules.changes(from: .good, to: .poor, queued: queuedJobs) { isDroppable[$0] ?? false }
-/// for category in changes.pause { scheduler.pause(category: category) }
-/// for id in changes.cancel { scheduler.cancel(id) }
+/// var configuration = NetworkController.Configuration(baseURL: api)
+/// configuration.qualityRules = QualityRules(threshold: .moderate, pausedCategories: [.images], dropPriorityAtMost: nil)
 /// ```
 public struct QualityRules: Sendable, Hashable {
     /// The rules apply at this quality and below.

@@ -11,9 +11,8 @@
 /// For example:
 ///
 /// ```swift
-/// var budget = RetryBudget.default
-/// budget.recordSuccess(at: now)
-/// let decision = budget.gate(policy.decision(for: error, method: .get, attempt: 1, now: date), at: now)
+/// var configuration = NetworkController.Configuration(baseURL: api)
+/// configuration.retryBudget = RetryBudget(capacity: 20, depositPerSuccess: 0.2)
 /// ```
 public struct RetryBudget: Sendable, Hashable {
     /// The most tokens the bucket holds (negative values are taken as zero, as in `init`).

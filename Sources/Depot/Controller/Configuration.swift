@@ -58,7 +58,8 @@ extension NetworkController {
         public var probeBackoff: ClosedRange<Duration>
         /// The wall clock, for `Retry-After` dates.
         public var currentDate: @Sendable () -> Date
-        /// The seed for retry jitter; `nil` uses the system's random numbers.
+        /// A fixed number from which retry jitter is drawn, so that backoff
+        /// delays repeat from run to run (in tests); `nil` draws from the system.
         public var jitterSeed: UInt64?
         /// Records a waterfall trace of every operation when set.
         public var trace: TraceRecorder?
@@ -110,7 +111,7 @@ extension NetworkController {
         ///   - retryBudget: How many retries the controller may spend (``RetryBudget/default``).
         ///   - probeBackoff: Offline probe delays (1 s, doubling up to 30 s).
         ///   - currentDate: The wall clock, for `Retry-After` dates (`Date()`).
-        ///   - jitterSeed: The seed for retry jitter; `nil` for system randomness.
+        ///   - jitterSeed: A fixed number from which retry jitter is drawn, so backoff repeats in tests; `nil` draws from the system.
         ///   - trace: Records a waterfall of every operation when set (none).
         ///   - metricsFactory: Where metrics go (`MetricsSystem.factory`); `nil` records none.
         ///   - tracer: What makes each transfer's span (`InstrumentationSystem.tracer`); `nil` makes none.

@@ -17,6 +17,7 @@
 /// - Parameters:
 ///   - configuration: What the controller is made from.
 ///   - grace: How long `.finish` work may go on after `body` (5 seconds).
+///   - isolation: Where `body` runs: the caller's actor, by default.
 ///   - body: Uses the controller.
 /// - Returns: What `body` returned.
 /// - Throws: What `body` threw, after the shutdown.

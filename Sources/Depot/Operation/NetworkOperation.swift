@@ -33,7 +33,7 @@ public protocol NetworkOperation: Sendable {
     var request: NetworkRequest { get }
 
     /// Turns an accepted response into the output, for example by parsing it and
-    /// writing it to the cache. The seed's `processResponse`.
+    /// writing it to the cache: the design's `processResponse`.
     func process(_ response: NetworkResponse, context: OperationContext) async throws -> Output
 
     /// Checks the response before `process`. The default accepts 2xx and maps

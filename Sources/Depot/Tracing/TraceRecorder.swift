@@ -11,10 +11,9 @@ import Synchronization
 ///
 /// ```swift
 /// let recorder = TraceRecorder()
-/// recorder.enqueued(id, name: "FetchTimeline", priority: .high, category: .timeline, at: now)
-/// recorder.started(id, at: now)
-/// recorder.finished(id, at: now, bytes: 42_000, outcome: .succeeded)
-/// let svg = recorder.trace().svg()
+/// let controller = NetworkController(configuration: .init(baseURL: api, trace: recorder))
+/// _ = try await controller.perform(FetchTimeline())
+/// let svg = recorder.trace().svg()   // the waterfall of what ran
 /// ```
 public final class TraceRecorder: Sendable {
     private struct State {

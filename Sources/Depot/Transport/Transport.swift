@@ -111,8 +111,10 @@ public struct TransportBody: AsyncSequence, Sendable {
 
     /// A body fed by a transport through a continuation.
     ///
-    /// - Parameter onTermination: Called once when the consumer abandons the body,
-    ///   and also after a normal end. Stop the transfer here.
+    /// - Parameters:
+    ///   - bufferingPolicy: How many chunks may wait for the consumer (all of them).
+    ///   - onTermination: Called once when the consumer abandons the body,
+    ///     and also after a normal end. Stop the transfer here.
     public static func makeStream(
         bufferingPolicy: AsyncThrowingStream<Data, any Error>.Continuation.BufferingPolicy = .unbounded,
         onTermination: @escaping @Sendable () -> Void = {}

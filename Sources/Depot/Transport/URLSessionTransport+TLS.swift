@@ -11,7 +11,7 @@ extension URLSessionTransport {
     /// the app can evaluate it itself: to pin a certificate or a public key, or
     /// to trust a private certificate authority.
     ///
-    /// On Apple platforms ``trust`` is the `SecTrust` URLSession got for the
+    /// On Apple platforms `trust` is the `SecTrust` URLSession got for the
     /// connection. On other platforms URLSession does not ask its delegate about
     /// server trust, so the hook is never called there and the type holds only
     /// the host and port (see

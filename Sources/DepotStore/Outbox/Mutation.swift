@@ -5,7 +5,7 @@ import GRDB
 /// One endpoint that changes server state, as a value that can wait in the
 /// outbox across offline periods, quits and crashes.
 ///
-/// Reads are ``NetworkOperation``s; writes are mutations. A mutation is stored
+/// Reads are ``/Depot/NetworkOperation``s; writes are mutations. A mutation is stored
 /// before its first byte leaves: its ``payload`` is encoded into the app's own
 /// store, under its type's ``typeName``, and rebuilt with ``init(payload:)``
 /// on a later launch. Its local effect is applied in the same transaction, so
@@ -24,12 +24,12 @@ import GRDB
 ///     var request: NetworkRequest { .post("posts", json: ["text": payload.text]) }
 ///
 ///     func applyOptimistically(_ db: Database) throws {
-///         try PostRow(id: payload.localID, text: payload.text, isPending: true).upsert(db)
+///         try PostRow(localID: payload.localID, serverID: nil, text: payload.text, isPending: true).upsert(db)
 ///     }
 ///     func commit(_ response: NetworkResponse, _ db: Database) throws {
-///         let sent = try response.decode(ServerPost.self)
-///         try PostRow.deleteOne(db, key: payload.localID)
-///         try PostRow(id: "\(sent.id)", text: sent.text, isPending: false).insert(db)
+///         // The same row, now with the server's id: live results see one update.
+///         let sent = try response.decode(SentPost.self)
+///         try PostRow(localID: payload.localID, serverID: sent.id, text: sent.text, isPending: false).upsert(db)
 ///     }
 ///     func rollback(_ error: DepotError, _ db: Database) throws {
 ///         try PostRow.deleteOne(db, key: payload.localID)
@@ -80,7 +80,7 @@ public protocol Mutation: Sendable {
     /// Default `.default`.
     var category: OperationCategory { get }
 
-    /// Default: ``Timeout/default``.
+    /// Default: ``/Depot/Timeout/default``.
     var timeout: Timeout { get }
 
     /// The local change the user sees at once, in the transaction that queues the mutation.
@@ -121,7 +121,7 @@ public protocol Mutation: Sendable {
     /// ``RetentionPolicy`` leaves them alone until the mutation is committed,
     /// rolled back or discarded. Default: none.
     ///
-    /// For example, the post row that ``commit(_:_:)`` replaces:
+    /// For example, the post row that ``commit(_:_:)`` updates:
     ///
     /// ```swift
     /// var retainedRows: [RetainedRow] { [RetainedRow(table: "post", key: payload.localID)] }

@@ -34,7 +34,7 @@ enum AuthenticationExamples {
 
 func watchSignOut(_ controller: NetworkController, showSignIn: @escaping @Sendable () -> Void) -> Task<Void, Never> {
     Task {
-        for await event in controller.events where event.kind == .signedOut {
+        for await event in controller.events() where event.kind == .signedOut {
             showSignIn()
         }
     }

@@ -4,6 +4,16 @@ import Foundation
 
 // Sources/Depot/Depot.docc/GettingStarted.md
 
+struct Contact: Codable, Sendable, Equatable {
+    var id: Int
+    var name: String
+}
+
+/// A page of a list, as the server sends it: `{"items": [...], "page": 1, "total": 40}`.
+struct Page<Item: Decodable & Sendable>: Decodable, Sendable {
+    var items: [Item]
+}
+
 struct FetchContacts: NetworkOperation {
     var page = 1
     var request: NetworkRequest { .get("/contacts", query: ["page": "\(page)"]) }
@@ -22,6 +32,12 @@ struct SearchContacts: NetworkOperation {
     func process(_ response: NetworkResponse, context: OperationContext) async throws -> [Contact] {
         try response.decode([Contact].self)
     }
+}
+
+struct PublishPost: NetworkOperation {
+    var text: String
+    var request: NetworkRequest { .post("posts", json: ["text": text]) }
+    var exitPolicy: ExitPolicy { .finish }      // at exit, it gets the grace period
 }
 
 enum GettingStartedExamples {
@@ -77,7 +93,7 @@ enum GettingStartedExamples {
     static func controlAndExit(controller: NetworkController) async {
         controller.pause(category: .images)          // nothing new starts in it
         controller.cancel(category: .images)         // queued and running ones end
-        let post = controller.enqueue(SendPost(text: "hi"))      // exitPolicy .finish
+        let post = controller.enqueue(PublishPost(text: "hi"))   // exitPolicy .finish
         let report = await controller.shutdown(grace: .seconds(5))
         print(report)   // shutdown: 1 finished, 0 failed, 12 cancelled
         _ = post

@@ -3,7 +3,7 @@ import DepotStore
 import Foundation
 import GRDB
 
-// Sources/Depot/Depot.docc/KeepingTheCacheInShape.md (its retention example
+// Sources/DepotStore/DepotStore.docc/KeepingTheCacheInShape.md (its retention example
 // is RetentionExamples.articleExample, in Retention.swift)
 
 enum CacheShapeExamples {
@@ -60,8 +60,10 @@ enum CacheShapeExamples {
         let songs = try controller.results(for: CachedSong.order(Column("rank")),
                                            refreshing: FetchSongs(),
                                            policy: .cacheFirst(maxAge: .seconds(300)))
-        songs.syncStatus?.autoRefresh(every: .seconds(60))   // fetches at most every 5 minutes
-        await songs.syncStatus?.refresh(force: true)          // pull to refresh
+        if let status = songs.syncStatus {            // always set by results(for:refreshing:)
+            status.autoRefresh(every: .seconds(60))   // fetches at most every 5 minutes
+            await status.refresh(force: true)          // pull to refresh
+        }
     }
 
     struct PagedItem: Codable, Sendable, Identifiable, Equatable, FetchableRecord, PersistableRecord {

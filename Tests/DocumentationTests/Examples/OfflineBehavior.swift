@@ -2,7 +2,7 @@ import Depot
 import DepotTesting
 import Foundation
 
-// Sources/Depot/Depot.docc/OfflineBehavior.md (SearchContacts is in GettingStarted.swift).
+// Sources/Depot/Depot.docc/OfflineAndBadNetworks.md (SearchContacts is in GettingStarted.swift).
 
 enum OfflineBehaviorExamples {
     @MainActor final class Banner { var text = "" }
