@@ -11,6 +11,18 @@ import Testing
 /// Status and events: snapshots, `OutboxStatus`, tickets, rolled-back
 /// mutations and discards.
 extension OutboxTests {
+    /// A controller on a manual clock whose transport finds no network until
+    /// the test sets `isOffline` to false; then `path` answers 201 with `body`.
+    static func offlineUntilTold(answering path: String, with body: Data, store: Store) -> (FixtureTransport, ManualClock, NetworkController) {
+        let transport = FixtureTransport([path: .data(body, status: 201)])
+        transport.isOffline = true
+        let clock = ManualClock()
+        let controller = NetworkController(
+            configuration: .init(baseURL: URL(string: "http://offline.test")!, transport: transport, clock: clock, notificationCenter: nil),
+            store: store)
+        return (transport, clock, controller)
+    }
+
     /// Waits until a snapshot satisfies `condition` (values may be coalesced; the last one counts).
     static func firstSnapshot(of outbox: Outbox, where condition: (OutboxSnapshot) -> Bool) async -> OutboxSnapshot? {
         for await snapshot in outbox.updates() where condition(snapshot) { return snapshot }
@@ -53,12 +65,7 @@ extension OutboxTests {
     @Test func anEntryWaitingForTheNetworkSaysSoAndIsNotSending() async throws {
         try await withSetup { setup in
             let store = try setup.store()
-            let transport = FixtureTransport(["/tasks": .data(Data("{}".utf8), status: 201)])
-            transport.isOffline = true
-            let clock = ManualClock()
-            let controller = NetworkController(
-                configuration: .init(baseURL: URL(string: "http://offline.test")!, transport: transport, clock: clock, notificationCenter: nil),
-                store: store)
+            let (transport, clock, controller) = Self.offlineUntilTold(answering: "/tasks", with: Data("{}".utf8), store: store)
             let outbox = Outbox(store: store, controller: controller, types: [CreateTask.self])
             let events = controller.events()
             let ticket = try await outbox.send(CreateTask(payload: "Call Ann"))
@@ -108,12 +115,7 @@ extension OutboxTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         do {
             let store = try Setup(folder: folder).store()
-            let transport = FixtureTransport(["/posts": .data(Data(#"{"id": 42, "text": "hi"}"#.utf8), status: 201)])
-            transport.isOffline = true
-            let clock = ManualClock()
-            let controller = NetworkController(
-                configuration: .init(baseURL: URL(string: "http://offline.test")!, transport: transport, clock: clock, notificationCenter: nil),
-                store: store)
+            let (transport, clock, controller) = Self.offlineUntilTold(answering: "/posts", with: Data(#"{"id": 42, "text": "hi"}"#.utf8), store: store)
             let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
             let results = try ResultsController(store: store, request: PostRow.order(Column("localID")))
             var updates = results.updates().makeAsyncIterator()
