@@ -44,7 +44,7 @@ extension DemoServer {
                 "GET  /profile",
                 "GET  /accounts, /contacts, /leads, /opportunities, /campaigns",
                 "     ?page=N&per_page=M&query=Q",
-                "POST /contacts (422: field errors)",
+                "POST /contacts {\"name\", \"email\"?}: 201 with the contact; 422 field errors",
                 "GET  /comments?contact_id=ID, POST /comments, DELETE /comments/:id",
                 "GET  /tasks, POST /tasks, PUT /tasks/:id/complete",
                 "GET  /activities",

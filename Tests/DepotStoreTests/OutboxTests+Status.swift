@@ -106,6 +106,33 @@ extension OutboxTests {
         }
     }
 
+    /// At launch, a status made after `start()` counts what earlier launches
+    /// left queued from its first frame, not "outbox empty".
+    @Test @MainActor func aStatusMadeAtLaunchCountsWhatEarlierLaunchesLeft() async throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let setup = Setup(folder: folder)
+        do {
+            // An earlier launch queued one post while offline, and quit
+            let store = try setup.store()
+            let controller = setup.offlineController(store: store)
+            let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
+            try await outbox.send(SendPost("local-1", "queued last time"))
+            _ = await controller.shutdown(grace: .zero)
+            await outbox.waitUntilIdle()
+            try await store.close()
+        }
+        let store = try setup.store()
+        let controller = setup.offlineController(store: store)
+        let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
+        try await outbox.start()
+        let status = await OutboxStatus(outbox: outbox)
+        #expect(status.pendingCount == 1)
+        _ = await controller.shutdown(grace: .zero)
+        await outbox.waitUntilIdle()
+        try await store.close()
+    }
+
     /// A post written under its local id and committed with the server's id
     /// keeps the local id as its identity (the server's id in a column of its
     /// own): live results see ONE update of the same row, never the row

@@ -70,15 +70,36 @@ public final class OutboxStatus {
 
     @ObservationIgnored private var task: Task<Void, Never>?
 
-    /// Starts following `outbox` until the status is released.
-    public init(outbox: Outbox) {
+    /// Starts following `outbox` until the status is released. Its counts
+    /// arrive a moment later, on the main actor; in async code the
+    /// `async` initializer has them at once.
+    public convenience init(outbox: Outbox) {
+        self.init(outbox: outbox, now: nil)
+    }
+
+    private init(outbox: Outbox, now: OutboxSnapshot?) {
         let updates = outbox.updates()
+        if let now { apply(now) }
         task = Task { [weak self] in
             for await snapshot in updates {
                 guard let self else { return }
                 self.apply(snapshot)
             }
         }
+    }
+
+    /// Starts following `outbox`, with its state as it is now: what earlier
+    /// launches left queued counts from the first frame.
+    ///
+    /// For example, at launch:
+    ///
+    /// ```swift
+    /// try await outbox.start()
+    /// let status = await OutboxStatus(outbox: outbox)   // "1 waiting" at once
+    /// ```
+    public convenience init(outbox: Outbox) async {
+        let now = try? await outbox.snapshot()
+        self.init(outbox: outbox, now: now)
     }
 
     isolated deinit {

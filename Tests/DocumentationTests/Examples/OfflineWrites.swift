@@ -28,6 +28,31 @@ extension DatabaseMigrator {
     }
 }
 
+struct RefreshPosts: CachingOperation {
+    struct Post: Decodable, Sendable { var id: Int; var text: String }
+
+    var request: NetworkRequest { .get("timeline") }
+    var cacheKey: String { "timeline" }
+
+    func parse(_ response: NetworkResponse, context: OperationContext) async throws -> [Post] {
+        try response.decode([Post].self)
+    }
+
+    func write(_ posts: [Post], to db: Database) throws -> Int {
+        for post in posts {
+            if var row = try PostRow.filter(Column("serverID") == post.id).fetchOne(db) {
+                row.text = post.text
+                try row.update(db)                     // same id: one update on screen
+            } else {
+                try PostRow(id: "server-\(post.id)", serverID: post.id, text: post.text, isPending: false).insert(db)
+            }
+        }
+        // Gone from the server: delete, but never a row still waiting to be sent.
+        try PostRow.filter(Column("isPending") == false && !posts.map(\.id).contains(Column("serverID"))).deleteAll(db)
+        return posts.count
+    }
+}
+
 /// The server's answer to `POST /posts`: `{"id": 42, "text": "hi"}`.
 struct SentPost: Decodable, Sendable {
     var id: Int

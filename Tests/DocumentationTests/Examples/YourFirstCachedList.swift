@@ -90,9 +90,10 @@ final class ContactsApp {
 
     init(cacheFolder: URL, server: URL) throws {
         let store = try Store(path: cacheFolder.appending(path: "contacts.sqlite").path, migrator: .contacts)
-        controller = NetworkController(
+        let controller = NetworkController(
             configuration: .init(baseURL: server, adapters: [Credentials.basic(username: "admin", password: "secret", for: server)]),
             store: store)
+        self.controller = controller
         let contacts = try controller.results(for: CachedContact.order(Column("name")),
                                               refreshing: SyncContacts(),
                                               policy: .cacheFirst(maxAge: .seconds(300)))
