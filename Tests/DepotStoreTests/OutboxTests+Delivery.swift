@@ -71,9 +71,7 @@ extension OutboxTests {
                 let controller = setup.offlineController(store: store)
                 let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
                 try await outbox.send(SendPost("local-1", "written offline"))
-                _ = await controller.shutdown(grace: .zero)
-                await outbox.waitUntilIdle()
-                try await store.close()
+                try await Self.quit(controller, outbox, closing: store)
             }
             // Run 2: online.
             try await DemoServer.withRunning(.init(port: 0)) { server in
@@ -86,9 +84,7 @@ extension OutboxTests {
                 #expect(try await outbox.outcome(of: id).get().status == 201)
                 #expect(try await Self.rows(store).map(\.isPending) == [false])
                 #expect(try await Self.serverPosts(server, controller: controller, texts: ["written offline"]).count == 1)
-                _ = await controller.shutdown(grace: .zero)
-                await outbox.waitUntilIdle()
-                try await store.close()
+                try await Self.quit(controller, outbox, closing: store)
             }
         }
     }
@@ -230,9 +226,7 @@ extension OutboxTests {
                 await outbox.resumeHeld()
                 #expect(try await id.outcome().get().status == 201)
                 #expect(try await outbox.entries().isEmpty)
-                _ = await controller.shutdown(grace: .zero)
-                await outbox.waitUntilIdle()
-                try await store.close()
+                try await Self.quit(controller, outbox, closing: store)
             }
         }
     }
@@ -272,9 +266,7 @@ extension OutboxTests {
                 #expect(try await ticket.outcome().get().status == 201)
                 #expect(try await outbox.snapshot().heldLanes.isEmpty)
                 #expect(try await outbox.entries().isEmpty)
-                _ = await controller.shutdown(grace: .zero)
-                await outbox.waitUntilIdle()
-                try await store.close()
+                try await Self.quit(controller, outbox, closing: store)
             }
         }
     }
@@ -289,9 +281,7 @@ extension OutboxTests {
                 let controller = setup.offlineController(store: store)
                 let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
                 try await outbox.send(SendPost("local-1", "queued by version 1"))
-                _ = await controller.shutdown(grace: .zero)
-                await outbox.waitUntilIdle()
-                try await store.close()
+                try await Self.quit(controller, outbox, closing: store)
             }
             try await DemoServer.withRunning(.init(port: 0)) { server in
                 let store = try setup.store()
@@ -312,9 +302,7 @@ extension OutboxTests {
                 #expect(try await fresh.outcome().get().status == 201)
                 try await outbox.discard(old)
                 #expect(try await outbox.entries().isEmpty)
-                _ = await controller.shutdown(grace: .zero)
-                await outbox.waitUntilIdle()
-                try await store.close()
+                try await Self.quit(controller, outbox, closing: store)
             }
         }
     }
@@ -345,9 +333,7 @@ extension OutboxTests {
                 let task = try await outbox.send(CreateTaskWithAuth(payload: "Call Bob"))
                 #expect(try await task.outcome().get().status == 201)
                 #expect(try await outbox.entries().map(\.id) == [slow.id])
-                _ = await controller.shutdown(grace: .zero)
-                await outbox.waitUntilIdle()
-                try await store.close()
+                try await Self.quit(controller, outbox, closing: store)
             }
         }
     }

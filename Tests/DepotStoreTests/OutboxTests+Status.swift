@@ -100,9 +100,7 @@ extension OutboxTests {
             #expect(followed.filter { $0 == .waitingForNetwork }.count == 1, "\(followed)")
             let after = try await outbox.snapshot()
             #expect(!after.isWaitingForNetwork && !after.isSending && after.pendingCount == 0)
-            _ = await controller.shutdown(grace: .zero)
-            await outbox.waitUntilIdle()
-            try await store.close()
+            try await Self.quit(controller, outbox, closing: store)
         }
     }
 
@@ -118,9 +116,7 @@ extension OutboxTests {
             let controller = setup.offlineController(store: store)
             let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
             try await outbox.send(SendPost("local-1", "queued last time"))
-            _ = await controller.shutdown(grace: .zero)
-            await outbox.waitUntilIdle()
-            try await store.close()
+            try await Self.quit(controller, outbox, closing: store)
         }
         let store = try setup.store()
         let controller = setup.offlineController(store: store)
@@ -128,9 +124,7 @@ extension OutboxTests {
         try await outbox.start()
         let status = await OutboxStatus(outbox: outbox)
         #expect(status.pendingCount == 1)
-        _ = await controller.shutdown(grace: .zero)
-        await outbox.waitUntilIdle()
-        try await store.close()
+        try await Self.quit(controller, outbox, closing: store)
     }
 
     /// A post written under its local id and committed with the server's id
@@ -167,9 +161,7 @@ extension OutboxTests {
             #expect(changes.inserted.isEmpty && changes.deleted.isEmpty && changes.moved.isEmpty)
             #expect(changes.insertedSections.isEmpty && changes.deletedSections.isEmpty)
             #expect(committed.snapshot.fetchedObjects == [PostRow(localID: "local-1", serverID: 42, text: "hi", isPending: false)])
-            _ = await controller.shutdown(grace: .zero)
-            await outbox.waitUntilIdle()
-            try await store.close()
+            try await Self.quit(controller, outbox, closing: store)
         }
     }
 

@@ -156,6 +156,14 @@ import Testing
         return try await body(Setup(folder: folder))
     }
 
+    /// What a run does at exit: shut the controller down, let the lanes stop,
+    /// close the store (what is left stays queued for the next run).
+    static func quit(_ controller: NetworkController, _ outbox: Outbox, closing store: Store) async throws {
+        _ = await controller.shutdown(grace: .zero)
+        await outbox.waitUntilIdle()
+        try await store.close()
+    }
+
     /// An outbox on a fresh store file, sending to an in-process demo server.
     func withOnlineOutbox(_ body: (DemoServer, Store, NetworkController, Outbox) async throws -> Void) async throws {
         try await DemoServer.withRunning(.init(port: 0)) { server in
@@ -164,9 +172,7 @@ import Testing
                 let controller = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
                 let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
                 try await body(server, store, controller, outbox)
-                _ = await controller.shutdown(grace: .zero)
-                await outbox.waitUntilIdle()
-                try await store.close()
+                try await Self.quit(controller, outbox, closing: store)
             }
         }
     }
