@@ -41,8 +41,13 @@ public final class Store: Sendable {
     /// open as long as the database is (declared after `writer`, so it goes after it).
     private let openingLock: OpeningLock?
 
-    /// Where the store reads the wall-clock time it records in the ledger.
-    let currentDate: @Sendable () -> Date
+    /// The wall date the ledger records and freshness is judged by, and the
+    /// clock that ``watchOtherProcesses(every:)`` sleeps on: give the
+    /// controller the same one.
+    public let environment: DepotEnvironment
+
+    /// The environment's wall date now.
+    func currentDate() -> Date { environment.date() }
 
     /// The mutation types an ``Outbox`` on this store registered: caching
     /// operations re-apply pending optimistic changes after their writes.
@@ -106,13 +111,14 @@ public final class Store: Sendable {
     ///   - retention: What eviction keeps (see ``Retention``). The policies
     ///     are checked against the migrated schema here, and a first
     ///     eviction starts in the background.
-    ///   - currentDate: The wall clock used for `lastSynced`. Inject one in tests.
+    ///   - environment: The wall date for `lastSynced` and freshness, and the
+    ///     clock for polling: the controller's. Inject one in tests.
     public init(
         path: String,
         migrator: DatabaseMigrator = DatabaseMigrator(),
         configuration: GRDB.Configuration = GRDB.Configuration(),
         retention: Retention? = nil,
-        currentDate: @escaping @Sendable () -> Date = { Date() }
+        environment: DepotEnvironment = .live
     ) throws(DepotError) {
         do {
             let fileManager = FileManager.default
@@ -145,7 +151,7 @@ public final class Store: Sendable {
         } catch {
             throw DepotError.storage(error, detail: "cannot open the store at \(path)")
         }
-        self.currentDate = currentDate
+        self.environment = environment
         self.evictor = try Self.startRetention(retention, on: writer)
         evictor?.start(self)
     }
@@ -206,12 +212,12 @@ public final class Store: Sendable {
     ///
     /// - Parameters:
     ///   - migrator: The app's schema.
-    ///   - currentDate: The wall clock used for `lastSynced`.
+    ///   - environment: The wall date for `lastSynced` and freshness: the controller's.
     ///   - retention: What eviction keeps (see ``Retention``).
     public static func inMemory(
         migrator: DatabaseMigrator = DatabaseMigrator(),
         retention: Retention? = nil,
-        currentDate: @escaping @Sendable () -> Date = { Date() }
+        environment: DepotEnvironment = .live
     ) throws(DepotError) -> Store {
         let queue: DatabaseQueue
         do {
@@ -221,12 +227,12 @@ public final class Store: Sendable {
         } catch {
             throw DepotError.storage(error, detail: "cannot open an in-memory store")
         }
-        let store = Store(writer: queue, evictor: try startRetention(retention, on: queue), currentDate: currentDate)
+        let store = Store(writer: queue, evictor: try startRetention(retention, on: queue), environment: environment)
         store.evictor?.start(store)
         return store
     }
 
-    private init(writer: any DatabaseWriter, evictor: Evictor?, currentDate: @escaping @Sendable () -> Date) {
+    private init(writer: any DatabaseWriter, evictor: Evictor?, environment: DepotEnvironment) {
         self.writer = writer
         // The connection's own value: a first look at a store no other
         // connection reaches (in memory) finds nothing.
@@ -234,7 +240,7 @@ public final class Store: Sendable {
         self.fanout = Self.startFanout(on: writer)
         self.openingLock = nil
         self.evictor = evictor
-        self.currentDate = currentDate
+        self.environment = environment
     }
 
     private static func prepare(_ writer: any DatabaseWriter, migrator: DatabaseMigrator) throws {
@@ -295,7 +301,7 @@ public final class Store: Sendable {
     /// were any, refreshes every live result on the store as a commit of its
     /// own would, and tells eviction to choose its rows again. SQLite tells
     /// no process of another's commits, so an app calls this when it comes
-    /// to the foreground, or runs ``watchOtherProcesses(every:clock:)``.
+    /// to the foreground, or runs ``watchOtherProcesses(every:)``.
     ///
     /// - Returns: Whether another process had committed.
     /// - Throws: `.storage` if the store cannot be read (closed, say).
@@ -320,8 +326,8 @@ public final class Store: Sendable {
         }
     }
 
-    /// Calls ``refreshFromOtherProcesses()`` every `interval` of `clock`
-    /// until the calling task is cancelled or the store closes. A look
+    /// Calls ``refreshFromOtherProcesses()`` every `interval` of the
+    /// environment's clock until the calling task is cancelled or the store closes. A look
     /// costs one `PRAGMA` on the writer's connection, in a transaction that
     /// takes no write lock: it waits for this process's writes under way,
     /// not for another process's.
@@ -331,7 +337,8 @@ public final class Store: Sendable {
     /// // …
     /// watch.cancel()
     /// ```
-    public func watchOtherProcesses(every interval: Duration = .seconds(1), clock: any Clock<Duration> = ContinuousClock()) async {
+    public func watchOtherProcesses(every interval: Duration = .seconds(1)) async {
+        let clock = environment.clock
         while !isClosing {
             do {
                 try await clock.sleep(for: interval)

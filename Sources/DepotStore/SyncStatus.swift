@@ -101,7 +101,7 @@ public final class SyncStatus {
     public convenience init<Operation: CachingOperation>(refreshing operation: Operation, with controller: NetworkController, policy: CachePolicy = .cacheThenNetwork) throws(DepotError) {
         let store = try controller.requireStore()
         let name = operation.name
-        self.init(key: operation.cacheKey, store: store, clock: controller.configuration.clock, policy: policy) { onWaiting async throws(DepotError) in
+        self.init(key: operation.cacheKey, store: store, clock: controller.configuration.environment.clock, policy: policy) { onWaiting async throws(DepotError) in
             // Offline, a GET waits in the queue instead of failing: say so meanwhile.
             let events = controller.events()
             let watcher = Task {

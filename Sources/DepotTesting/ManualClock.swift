@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// ```swift
 /// let clock = ManualClock()
-/// let controller = NetworkController(configuration: .init(transport: transport, clock: clock))
+/// let controller = NetworkController(configuration: .init(transport: transport, environment: .init(clock: clock)))
 /// let task = Task { await controller.shutdown(grace: .seconds(5)) }
 /// await clock.sleepers(atLeast: 1)   // shutdown is now waiting on the clock
 /// clock.advance(by: .seconds(5))     // the grace period is over

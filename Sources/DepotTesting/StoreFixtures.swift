@@ -23,19 +23,19 @@ public enum StoreFixtures {
     /// - Parameters:
     ///   - seed: A SQLite file (committed with the tests), or `nil` for a new, empty one.
     ///   - migrator: The app's migrations; pending ones run on the copy.
-    ///   - currentDate: The wall clock for the ledger.
+    ///   - environment: The wall date for the ledger and the clock (the controller's).
     ///   - isolation: The caller's actor, which `body` runs on.
     ///   - body: The test's work with the store; the store is closed after it.
     public static func withStore<T>(
         copying seed: URL? = nil,
         migrator: DatabaseMigrator = DatabaseMigrator(),
-        currentDate: @escaping @Sendable () -> Date = { Date() },
+        environment: DepotEnvironment = .live,
         isolation: isolated (any Actor)? = #isolation,
         _ body: (Store) async throws -> T
     ) async throws -> T {
         let folder = try temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try open(in: folder, copying: seed, migrator: migrator, currentDate: currentDate)
+        let store = try open(in: folder, copying: seed, migrator: migrator, environment: environment)
         let result: Result<T, any Error>
         do {
             result = .success(try await body(store))
@@ -51,9 +51,9 @@ public enum StoreFixtures {
     public static func temporaryStore(
         copying seed: URL? = nil,
         migrator: DatabaseMigrator = DatabaseMigrator(),
-        currentDate: @escaping @Sendable () -> Date = { Date() }
+        environment: DepotEnvironment = .live
     ) throws -> Store {
-        try open(in: temporaryFolder(), copying: seed, migrator: migrator, currentDate: currentDate)
+        try open(in: temporaryFolder(), copying: seed, migrator: migrator, environment: environment)
     }
 
     /// Runs one operation through a real ``/Depot/NetworkController`` whose every
@@ -98,17 +98,18 @@ public enum StoreFixtures {
         return folder
     }
 
-    private static func open(in folder: URL, copying seed: URL?, migrator: DatabaseMigrator, currentDate: @escaping @Sendable () -> Date) throws -> Store {
+    private static func open(in folder: URL, copying seed: URL?, migrator: DatabaseMigrator, environment: DepotEnvironment) throws -> Store {
         let file = folder.appending(path: "store.sqlite")
         if let seed {
             try FileManager.default.copyItem(at: seed, to: file)
             try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
         }
-        return try Store(path: file.path, migrator: migrator, currentDate: currentDate)
+        return try Store(path: file.path, migrator: migrator, environment: environment)
     }
 }
 
-/// A wall clock that moves only when told: inject `now` as a store's `currentDate`.
+/// A wall clock that moves only when told: inject ``provider`` as a
+/// ``/Depot/DepotEnvironment``'s `date`, for the store and the controller.
 public final class ManualDate: Sendable {
     private let date: Mutex<Date>
 
@@ -120,7 +121,7 @@ public final class ManualDate: Sendable {
     /// The current date.
     public var now: Date { date.withLock { $0 } }
 
-    /// A closure returning the current date, for `Store(currentDate:)`.
+    /// A closure returning the current date, for `DepotEnvironment(date:)`.
     public var provider: @Sendable () -> Date { { self.now } }
 
     /// Moves the date forward by `seconds`.

@@ -98,7 +98,7 @@ extension SenbeiApp {
                 return .queued(change.entry)
             }
         }
-        switch await change.watch.wait(within: grace, clock: controller.configuration.clock) {
+        switch await change.watch.wait(within: grace, clock: controller.configuration.environment.clock) {
         case .decided(.success(let record)):
             guard let record = record as? Record else {
                 throw DepotError(.processing, detail: "\(change.entry) answered \(type(of: record)), not \(Record.self)")
@@ -151,7 +151,7 @@ extension SenbeiApp {
 
     /// A new ``SenbeiMutation/localID``.
     func nextLocalID() -> Int {
-        LocalID.next(at: controller.configuration.currentDate())
+        LocalID.next(at: controller.configuration.environment.date())
     }
 
     /// Queues `mutation` and follows it; once decided, posts its notification

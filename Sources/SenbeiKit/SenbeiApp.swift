@@ -156,7 +156,7 @@ public final class SenbeiApp {
         self.credentials = credentials
         self.authenticator = authenticator
         self.tokenEndpoint = Self.tokenEndpoint(for: server)
-        self.notificationCenter = notificationCenter ?? controller.configuration.notificationCenter ?? .default
+        self.notificationCenter = notificationCenter ?? controller.configuration.observability.notificationCenter ?? .default
         controller.pause(category: .senbei)
         watchSignOuts()
     }
@@ -165,7 +165,7 @@ public final class SenbeiApp {
     /// authenticator for it (OAuth 2 at ``tokenEndpoint(for:)``, the token kept
     /// in memory only) and the store.
     public static func configuration(server: URL, transport: any Transport, store: Store, notificationCenter: NotificationCenter? = .default) -> NetworkController.Configuration {
-        var configuration = NetworkController.Configuration(baseURL: server, transport: transport, notificationCenter: notificationCenter)
+        var configuration = NetworkController.Configuration(baseURL: server, transport: transport, observability: .init(notificationCenter: notificationCenter))
         configuration.authenticator = TokenAuthenticator(for: server, refresher: .oauth2(tokenEndpoint(for: server)), storage: InMemoryCredentialStorage())
         configuration.store = store
         return configuration
@@ -352,7 +352,7 @@ public final class SenbeiApp {
     // MARK: - Lists
 
     /// Page `page` of `kind`: from the cache when it was fetched less than
-    /// ``listMaxAge`` ago (by the controller's `currentDate`) and no accepted
+    /// ``listMaxAge`` ago (by the controller's environment's `date`) and no accepted
     /// change invalidated it since, otherwise from the
     /// server (posting `senbeiDidRetrieve<Kind>`). Either way read from the cache.
     ///
@@ -385,7 +385,7 @@ public final class SenbeiApp {
     }
 
     private func isFresh(_ lastSynced: Date) -> Bool {
-        let age = controller.configuration.currentDate().timeIntervalSince(lastSynced)
+        let age = controller.configuration.environment.date().timeIntervalSince(lastSynced)
         let (seconds, attoseconds) = Self.listMaxAge.components
         // A clock set back makes the age negative: trust the cache then, as CachePolicy does.
         return age <= Double(seconds) + Double(attoseconds) / 1e18

@@ -4,7 +4,7 @@ import Foundation
 // Every notification Senbei posts is declared in this file.
 //
 // ``SenbeiApp`` posts them on its `notificationCenter` (the controller's
-// `Configuration.notificationCenter`, else `NotificationCenter.default`), on
+// `Configuration.observability.notificationCenter`, else `NotificationCenter.default`), on
 // the main actor, with the app as the object, after the cache holds the
 // change. The userInfo keys are ``SenbeiNotification/UserInfoKey``:
 //

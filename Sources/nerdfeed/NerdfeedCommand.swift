@@ -89,9 +89,9 @@ struct NerdfeedCommand: AsyncParsableCommand {
         } else {
             transport = ExampleSupport.liveTransport()
         }
-        var configuration = NetworkController.Configuration(baseURL: songsURL, transport: transport, notificationCenter: nil)
+        var configuration = NetworkController.Configuration(baseURL: songsURL, transport: transport, observability: .init(notificationCenter: nil))
         configuration.store = store
-        if once || json || !Terminal.isInteractive { configuration.longestTransfer = ExampleSupport.oneShotTransferLimit }
+        if once || json || !Terminal.isInteractive { configuration.limits.longestTransfer = ExampleSupport.oneShotTransferLimit }
         let controller = NetworkController(configuration: configuration)
         let app = try NerdfeedApp(
             controller: controller,

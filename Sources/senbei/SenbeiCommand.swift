@@ -96,7 +96,7 @@ struct Session {
 
         let credentials = SenbeiCredentials(username: options.user, password: options.password)
         var configuration = SenbeiApp.configuration(server: serverURL, transport: ExampleSupport.liveTransport(), store: store, notificationCenter: nil)
-        configuration.longestTransfer = ExampleSupport.oneShotTransferLimit
+        configuration.limits.longestTransfer = ExampleSupport.oneShotTransferLimit
         let controller = NetworkController(configuration: configuration)
         var failure: (any Error)?
         var app: SenbeiApp?

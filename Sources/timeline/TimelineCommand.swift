@@ -97,12 +97,12 @@ struct TimelineCommand: AsyncParsableCommand {
         }
 
         let recorder = trace == nil ? nil : TraceRecorder()
-        var configuration = NetworkController.Configuration(baseURL: base, transport: ExampleSupport.liveTransport(), notificationCenter: nil)
+        var configuration = NetworkController.Configuration(baseURL: base, transport: ExampleSupport.liveTransport(), observability: .init(notificationCenter: nil))
         configuration.store = store
-        configuration.trace = recorder
-        configuration.monitor = TimelineApp.monitorConfiguration
-        configuration.qualityRules = TimelineApp.qualityRules
-        if post != nil || once || !Terminal.isInteractive { configuration.longestTransfer = ExampleSupport.oneShotTransferLimit }
+        configuration.observability.trace = recorder
+        configuration.conditions.monitor = TimelineApp.monitorConfiguration
+        configuration.conditions.rules = TimelineApp.qualityRules
+        if post != nil || once || !Terminal.isInteractive { configuration.limits.longestTransfer = ExampleSupport.oneShotTransferLimit }
         let controller = NetworkController(configuration: configuration)
         if server != nil, link != nil {
             // An external depot-server is shaped through its control route,

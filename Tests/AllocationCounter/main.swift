@@ -99,8 +99,11 @@ func measure(operations: Int) async throws {
     let memory = URL(string: "http://127.0.0.1:1")!
     for notifications in [true, false] {
         let controller = NetworkController(configuration: .init(
-            baseURL: memory, transport: InstantTransport(), concurrencyPolicy: .fixed(1),
-            notificationCenter: notifications ? NotificationCenter() : nil))
+            baseURL: memory,
+            transport: InstantTransport(),
+            limits: .init(concurrency: .fixed(1)),
+            observability: .init(notificationCenter: notifications ? NotificationCenter() : nil)
+))
         report(notifications ? "controller" : "controller, no notifications", try await count(operations) { index in
             _ = try await controller.perform(GetItem(id: index))
         })
@@ -113,7 +116,7 @@ func measure(operations: Int) async throws {
         ("controller + token", { $0.authenticator = authenticator }),
     ]
     for (scenario, configure) in variants {
-        var configuration = NetworkController.Configuration(baseURL: memory, transport: InstantTransport(), concurrencyPolicy: .fixed(1), notificationCenter: nil)
+        var configuration = NetworkController.Configuration(baseURL: memory, transport: InstantTransport(), limits: .init(concurrency: .fixed(1)), observability: .init(notificationCenter: nil))
         configure(&configuration)
         let controller = NetworkController(configuration: configuration)
         report(scenario, try await count(operations) { index in _ = try await controller.perform(GetItem(id: index)) })
@@ -132,7 +135,7 @@ func measure(operations: Int) async throws {
         }
     }
     let store = try Store(path: folder.appending(path: "cache.sqlite").path, migrator: migrator)
-    let controller = NetworkController(configuration: .init(baseURL: memory, transport: InstantTransport(), notificationCenter: nil), store: store)
+    let controller = NetworkController(configuration: .init(baseURL: memory, transport: InstantTransport(), observability: .init(notificationCenter: nil)), store: store)
     let outbox = Outbox(store: store, controller: controller, types: [AddNote.self])
     report("outbox send", try await count(operations / 4) { index in
         let ticket = try await outbox.send(AddNote(payload: index + 1_000_000))
@@ -153,7 +156,7 @@ func measure(operations: Int) async throws {
     }
     try await client.shutdown()
     report("AsyncHTTPClient", raw)
-    let loopback = NetworkController(configuration: .init(baseURL: base, transport: AsyncHTTPClientTransport(), concurrencyPolicy: .fixed(1), notificationCenter: nil))
+    let loopback = NetworkController(configuration: .init(baseURL: base, transport: AsyncHTTPClientTransport(), limits: .init(concurrency: .fixed(1)), observability: .init(notificationCenter: nil)))
     let depot = try await count(operations) { index in _ = try await loopback.perform(GetItem(id: index)) }
     report("Depot + AsyncHTTPClientTransport over AsyncHTTPClient", depot - raw)
     _ = await loopback.shutdown(grace: .seconds(1))

@@ -16,7 +16,7 @@ import Testing
 
     @Test func writesRowsAndLedgerInOneGo() async throws {
         let date = ManualDate()
-        try await StoreFixtures.withStore(migrator: Item.migrator, currentDate: date.provider) { store in
+        try await StoreFixtures.withStore(migrator: Item.migrator, environment: .init(date: date.provider)) { store in
             let transport = FixtureTransport(["/items": .data(try jsonData(makeItems(10)), headers: ["ETag": "\"v1\""])])
             let controller = controller(transport, store: store)
 
@@ -81,7 +81,7 @@ import Testing
 
     @Test func conditionalRequestSendsValidatorsAndA304KeepsTheData() async throws {
         let date = ManualDate()
-        try await StoreFixtures.withStore(migrator: Item.migrator, currentDate: date.provider) { store in
+        try await StoreFixtures.withStore(migrator: Item.migrator, environment: .init(date: date.provider)) { store in
             let transport = FixtureTransport(["/items": .data(try jsonData(makeItems(4)), headers: ["ETag": "\"v1\"", "Last-Modified": "Tue, 01 Sep 2026 10:00:00 GMT"])])
             let controller = controller(transport, store: store)
             let fetch = FetchItems(url: base.appending(path: "items"))

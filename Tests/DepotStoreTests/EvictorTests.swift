@@ -33,7 +33,7 @@ import Testing
             // (the eviction chose it before the sync: it must choose again)
             let fresh = Note.make(10, from: 1_000_000, now: date.now, daysApart: 0) + [Note(id: 99_999, feed: "a", createdAt: date.now, rank: 99_999)]
             let transport = FixtureTransport(["/notes": .data(try notesJSON(fresh))])
-            var configuration = NetworkController.Configuration(baseURL: URL(string: "http://notes.test")!, transport: transport, notificationCenter: nil)
+            var configuration = NetworkController.Configuration(baseURL: URL(string: "http://notes.test")!, transport: transport, observability: .init(notificationCenter: nil))
             configuration.store = store
             let controller = NetworkController(configuration: configuration)
             let synced = Mutex<Int?>(nil)
@@ -101,7 +101,7 @@ import Testing
             let evictor = try #require(store.evictor)
             #expect(evictor.runs == 1)   // at launch
             let transport = FixtureTransport()
-            var configuration = NetworkController.Configuration(baseURL: URL(string: "http://notes.test")!, transport: transport, notificationCenter: nil)
+            var configuration = NetworkController.Configuration(baseURL: URL(string: "http://notes.test")!, transport: transport, observability: .init(notificationCenter: nil))
             configuration.store = store
             let controller = NetworkController(configuration: configuration)
 

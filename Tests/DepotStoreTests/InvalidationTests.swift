@@ -15,7 +15,7 @@ struct InvalidationTests {
     let base = URL(string: "http://fixtures.test")!
 
     func controller(_ transport: FixtureTransport, store: Store, clock: any Clock<Duration> = ContinuousClock()) -> NetworkController {
-        var configuration = NetworkController.Configuration(baseURL: base, transport: transport, clock: clock)
+        var configuration = NetworkController.Configuration(baseURL: base, transport: transport, environment: .init(clock: clock))
         configuration.store = store
         return NetworkController(configuration: configuration)
     }
@@ -42,7 +42,7 @@ struct InvalidationTests {
 
     @Test func invalidationRefreshesEachVisibleResultExactlyOnce() async throws {
         let date = ManualDate()
-        try await StoreFixtures.withStore(migrator: Item.migrator, currentDate: date.provider) { store in
+        try await StoreFixtures.withStore(migrator: Item.migrator, environment: .init(date: date.provider)) { store in
             let rows = try jsonData(makeItems(2))
             let transport = FixtureTransport(["/a": .data(rows), "/b": .data(rows), "/c": .data(rows)])
             let controller = controller(transport, store: store)
@@ -73,7 +73,7 @@ struct InvalidationTests {
 
     @Test func aStaleEntryIsRefetchedByTheNextCacheFirstRead() async throws {
         let date = ManualDate()
-        try await StoreFixtures.withStore(migrator: Item.migrator, currentDate: date.provider) { store in
+        try await StoreFixtures.withStore(migrator: Item.migrator, environment: .init(date: date.provider)) { store in
             let transport = FixtureTransport(["/a": .data(try jsonData(makeItems(2)))])
             let controller = controller(transport, store: store)
             let policy = CachePolicy.cacheFirst(maxAge: .seconds(3600))
@@ -122,7 +122,7 @@ struct InvalidationTests {
 
     @Test func anInvalidationDuringARefreshRefreshesOnceMoreAfterIt() async throws {
         let date = ManualDate()
-        try await StoreFixtures.withStore(migrator: Item.migrator, currentDate: date.provider) { store in
+        try await StoreFixtures.withStore(migrator: Item.migrator, environment: .init(date: date.provider)) { store in
             let transport = FixtureTransport(["/m": .data(try jsonData(makeItems(1)))])
             let writes = Counter()
             let operation = InvalidatedMidway(url: base.appending(path: "m"), writes: writes)
@@ -153,7 +153,7 @@ struct InvalidationTests {
 
     @Test func anAcceptedMutationInvalidatesWhatItDeclaresAndARefusedOneNothing() async throws {
         let date = ManualDate()
-        try await StoreFixtures.withStore(migrator: Item.migrator, currentDate: date.provider) { store in
+        try await StoreFixtures.withStore(migrator: Item.migrator, environment: .init(date: date.provider)) { store in
             let transport = FixtureTransport(["/a": .data(try jsonData(makeItems(2))), "/notes": .status(422)])
             let controller = controller(transport, store: store)
             let results = try controller.results(for: Item.bySection, refreshing: fetch("a", tags: ["lists"]), policy: .cacheFirst(maxAge: .seconds(3600)))
@@ -183,7 +183,7 @@ struct InvalidationTests {
     @Test func refreshAndAutoRefreshHonourMaxAge() async throws {
         let date = ManualDate()
         let clock = ManualClock()
-        try await StoreFixtures.withStore(migrator: Item.migrator, currentDate: date.provider) { store in
+        try await StoreFixtures.withStore(migrator: Item.migrator, environment: .init(date: date.provider)) { store in
             let transport = FixtureTransport(["/a": .data(try jsonData(makeItems(2)))])
             let controller = controller(transport, store: store, clock: clock)
             try await store.write { db in try SyncLedger.recordSuccess(for: "a", at: date.now, validators: nil, in: db) }

@@ -9,7 +9,7 @@ import Testing
     /// Results need the cache: a controller made without a store says so in
     /// one sentence that names what to set, instead of showing nothing.
     @Test func resultsOnAControllerWithoutAStoreNameTheMissingStore() async throws {
-        let controller = NetworkController(configuration: .init(transport: FixtureTransport(), notificationCenter: nil))
+        let controller = NetworkController(configuration: .init(transport: FixtureTransport(), observability: .init(notificationCenter: nil)))
         let error = try #require(throws: DepotError.self) {
             try controller.results(for: Item.all(), refreshing: FetchItems(url: URL(string: "http://fixtures.test/items")!))
         }
@@ -25,7 +25,7 @@ import Testing
         let store = try Store.inMemory(migrator: Item.migrator)
         let items = [Item(id: 1, section: "a", rank: 1, title: "one"), Item(id: 2, section: "a", rank: 2, title: "two")]
         let transport = FixtureTransport(["/items": .data(try JSONEncoder().encode(items))])
-        let controller = NetworkController(configuration: .init(transport: transport, notificationCenter: nil), store: store)
+        let controller = NetworkController(configuration: .init(transport: transport, observability: .init(notificationCenter: nil)), store: store)
         let results = try ResultsController(store: store, request: Item.bySection)
         #expect(results.fetchedObjects.isEmpty)
 

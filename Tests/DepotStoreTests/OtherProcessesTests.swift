@@ -55,13 +55,13 @@ import Testing
 
     @Test @MainActor func aWatchLooksOnceEveryIntervalOfItsClock() async throws {
         let clock = ManualClock()
-        try await withNoteStore(retention: nil) { store in
+        try await withNoteStore(retention: nil, clock: clock) { store in
             try await store.insert(Note.make(2, now: Date()))
             let results = try ResultsController(store: store, request: Note.order(Column("rank")))
             try await Self.settle(results, store)
             var updates = results.updates().makeAsyncIterator()
             _ = await updates.next()   // the current snapshot
-            let watch = Task { await store.watchOtherProcesses(every: .seconds(1), clock: clock) }
+            let watch = Task { await store.watchOtherProcesses(every: .seconds(1)) }
 
             // When another process adds a note, nothing shows it until the watch's second passes
             try await Self.insertElsewhere(store, id: 50)
@@ -83,8 +83,8 @@ import Testing
         let clock = ManualClock()
         let folder = try temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let store = try Store(path: folder.appending(path: "cache.sqlite").path, migrator: Note.migrator)
-        let watch = Task { await store.watchOtherProcesses(every: .seconds(1), clock: clock) }
+        let store = try Store(path: folder.appending(path: "cache.sqlite").path, migrator: Note.migrator, environment: .init(clock: clock))
+        let watch = Task { await store.watchOtherProcesses(every: .seconds(1)) }
         await clock.sleepers(atLeast: 1)
         try await store.close()
         clock.advance(by: .seconds(1))

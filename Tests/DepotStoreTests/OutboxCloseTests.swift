@@ -51,7 +51,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let store = try Store(path: folder.appending(path: "app.sqlite").path, migrator: DatabaseMigrator())
         let transport = GatedTransport(status: status)
-        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://gated.test")!, transport: transport, notificationCenter: nil))
+        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://gated.test")!, transport: transport, observability: .init(notificationCenter: nil)))
         let outbox = Outbox(store: store, controller: controller, types: [Slow.self])
 
         // Given an entry being sent, and a waiter of it

@@ -113,9 +113,9 @@ struct OutboxModelTests {
             store = try Store(path: path, migrator: OutboxModelTests.migrator)
             transport = Switchable()
             transport.offline.withLock { $0 = offline }
-            var configuration = NetworkController.Configuration(baseURL: server.baseURL, transport: transport, notificationCenter: nil)
+            var configuration = NetworkController.Configuration(baseURL: server.baseURL, transport: transport, observability: .init(notificationCenter: nil))
             configuration.store = store
-            configuration.jitterSeed = 1
+            configuration.environment.seed = 1
             controller = NetworkController(configuration: configuration)
             // A lane stops at the first attempt without an answer: the model
             // decides when the network comes back.

@@ -119,7 +119,7 @@ extension OutboxTests {
             let store = try setup.store()
             let clock = ManualClock()
             let transport = FixtureTransport(["/posts": .status(503)])
-            var configuration = NetworkController.Configuration(baseURL: URL(string: "http://h.test")!, transport: transport, clock: clock, notificationCenter: nil)
+            var configuration = NetworkController.Configuration(baseURL: URL(string: "http://h.test")!, transport: transport, observability: .init(notificationCenter: nil), environment: .init(clock: clock))
             configuration.store = store
             let controller = NetworkController(configuration: configuration)
             let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
@@ -211,8 +211,11 @@ extension OutboxTests {
                 }
                 let token = Token()
                 var configuration = NetworkController.Configuration(
-                    baseURL: server.baseURL, transport: AsyncHTTPClientTransport(),
-                    adapters: [Credentials(for: server.baseURL) { token.value }], notificationCenter: nil)
+                    baseURL: server.baseURL,
+                    transport: AsyncHTTPClientTransport(),
+                    adapters: [Credentials(for: server.baseURL) { token.value }],
+                    observability: .init(notificationCenter: nil)
+)
                 configuration.store = store
                 let controller = NetworkController(configuration: configuration)
                 let outbox = Outbox(store: store, controller: controller, types: [CreateTask.self])
@@ -242,7 +245,7 @@ extension OutboxTests {
                 let tokens = OAuth2TokenEndpoint(url: server.baseURL.appending(path: "oauth/token"), clientID: "tests")
                 let authenticator = TokenAuthenticator(for: server.baseURL, refresher: .oauth2(tokens), refreshWindow: .zero, exempting: [tokens.url])
                 let controller = NetworkController(
-                    configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), authenticator: authenticator, notificationCenter: nil),
+                    configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), authenticator: authenticator, observability: .init(notificationCenter: nil)),
                     store: store)
                 let outbox = Outbox(store: store, controller: controller, types: [CreateTask.self])
                 let signIn = { await authenticator.signIn(try await controller.perform(tokens.passwordGrant(username: "admin", password: "secret"))) }

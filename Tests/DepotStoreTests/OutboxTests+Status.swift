@@ -18,7 +18,7 @@ extension OutboxTests {
         transport.isOffline = true
         let clock = ManualClock()
         let controller = NetworkController(
-            configuration: .init(baseURL: URL(string: "http://offline.test")!, transport: transport, clock: clock, notificationCenter: nil),
+            configuration: .init(baseURL: URL(string: "http://offline.test")!, transport: transport, observability: .init(notificationCenter: nil), environment: .init(clock: clock)),
             store: store)
         return (transport, clock, controller)
     }

@@ -144,7 +144,7 @@ import Testing
         }
 
         func controller(_ transport: any Transport, baseURL: URL, store: Store) -> NetworkController {
-            var configuration = NetworkController.Configuration(baseURL: baseURL, transport: transport, notificationCenter: nil)
+            var configuration = NetworkController.Configuration(baseURL: baseURL, transport: transport, observability: .init(notificationCenter: nil))
             configuration.store = store
             return NetworkController(configuration: configuration)
         }

@@ -145,7 +145,7 @@ import Testing
             // Given a mark-as-read of note 3 that cannot be delivered (the server answers 503)
             let transport = FixtureTransport()
             transport.respondToOtherPaths(with: .status(503))
-            var configuration = NetworkController.Configuration(baseURL: URL(string: "http://notes.test")!, transport: transport, notificationCenter: nil)
+            var configuration = NetworkController.Configuration(baseURL: URL(string: "http://notes.test")!, transport: transport, observability: .init(notificationCenter: nil))
             configuration.store = store
             let controller = NetworkController(configuration: configuration)
             let outbox = Outbox(store: store, controller: controller, types: [MarkRead.self], waitsForNetwork: false)

@@ -29,7 +29,7 @@ import Testing
         let page = try #require(Bundle.module.url(forResource: "items-page", withExtension: "json", subdirectory: "Fixtures"))
         let date = ManualDate()
 
-        try await StoreFixtures.withStore(copying: seed, migrator: Item.migrator, currentDate: date.provider) { store in
+        try await StoreFixtures.withStore(copying: seed, migrator: Item.migrator, environment: .init(date: date.provider)) { store in
             // Given the seed: items 0...4 titled "seeded", synced with ETag "seed-v1"
             #expect(try await store.read { db in try Item.fetchCount(db) } == 5)
 

@@ -82,7 +82,7 @@ import Testing
 
     @Test func ledgerRecordsSuccessFailureAndReset() async throws {
         let date = ManualDate()
-        let store = try Store.inMemory(migrator: Item.migrator, currentDate: date.provider)
+        let store = try Store.inMemory(migrator: Item.migrator, environment: .init(date: date.provider))
         #expect(try await store.ledger.entry(for: "k") == nil)
 
         try await store.write { db in

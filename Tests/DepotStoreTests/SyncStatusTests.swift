@@ -12,7 +12,7 @@ struct SyncStatusTests {
     var fetch: FetchItems { FetchItems(url: base.appending(path: "items")) }
 
     func controller(_ transport: FixtureTransport, store: Store, clock: any Clock<Duration> = ContinuousClock()) -> NetworkController {
-        var configuration = NetworkController.Configuration(baseURL: base, transport: transport, clock: clock)
+        var configuration = NetworkController.Configuration(baseURL: base, transport: transport, environment: .init(clock: clock))
         configuration.store = store
         return NetworkController(configuration: configuration)
     }
@@ -31,14 +31,14 @@ struct SyncStatusTests {
         let path = folder.appending(path: "cache.sqlite").path
         // Given a previous run that synced and quit
         do {
-            let store = try Store(path: path, migrator: Item.migrator, currentDate: date.provider)
+            let store = try Store(path: path, migrator: Item.migrator, environment: .init(date: date.provider))
             try await seed(store, items: 3, syncedAt: date.now)
             try await store.close()
         }
         date.advance(by: 3600)
 
         // When the app starts again offline, with a brand-new store and controller
-        let store = try Store(path: path, migrator: Item.migrator, currentDate: date.provider)
+        let store = try Store(path: path, migrator: Item.migrator, environment: .init(date: date.provider))
         let transport = FixtureTransport()
         transport.isOffline = true
         let results = try controller(transport, store: store).results(for: Item.bySection, refreshing: fetch, policy: .cacheOnly)
@@ -53,7 +53,7 @@ struct SyncStatusTests {
     /// A live status follows its ledger entry, also when the entry goes.
     @Test func aLedgerResetShowsOnALiveStatus() async throws {
         let date = ManualDate()
-        let store = try Store.inMemory(migrator: Item.migrator, currentDate: date.provider)
+        let store = try Store.inMemory(migrator: Item.migrator, environment: .init(date: date.provider))
         try await seed(store, items: 3, syncedAt: date.now)
         let results = try controller(FixtureTransport(), store: store).results(for: Item.bySection, refreshing: fetch, policy: .cacheOnly)
         let status = try #require(results.syncStatus)
@@ -67,7 +67,7 @@ struct SyncStatusTests {
 
     @Test func cacheThenNetworkShowsTheCacheThenTheFreshRows() async throws {
         let date = ManualDate()
-        let store = try Store.inMemory(migrator: Item.migrator, currentDate: date.provider)
+        let store = try Store.inMemory(migrator: Item.migrator, environment: .init(date: date.provider))
         try await seed(store, items: 2, syncedAt: date.now)
         let transport = FixtureTransport(["/items": .data(try jsonData(makeItems(5, titlePrefix: "fresh")))])
         date.advance(by: 10)
@@ -86,7 +86,7 @@ struct SyncStatusTests {
 
     @Test func offlineKeepsTheRowsAndPutsTheErrorInTheStatus() async throws {
         let date = ManualDate()
-        let store = try Store.inMemory(migrator: Item.migrator, currentDate: date.provider)
+        let store = try Store.inMemory(migrator: Item.migrator, environment: .init(date: date.provider))
         try await seed(store, items: 4, syncedAt: date.now)
         let transport = FixtureTransport()
         transport.isOffline = true
@@ -106,7 +106,7 @@ struct SyncStatusTests {
 
     @Test func cacheFirstGoesToTheNetworkOnlyWhenTooOld() async throws {
         let date = ManualDate()
-        let store = try Store.inMemory(migrator: Item.migrator, currentDate: date.provider)
+        let store = try Store.inMemory(migrator: Item.migrator, environment: .init(date: date.provider))
         try await seed(store, items: 1, syncedAt: date.now)
         let transport = FixtureTransport(["/items": .data(try jsonData(makeItems(2)))])
         let controller = controller(transport, store: store)

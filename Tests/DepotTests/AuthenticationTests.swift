@@ -68,8 +68,8 @@ import Testing
             let authenticator = TokenAuthenticator(for: server.baseURL, refresher: refresher?(tokens) ?? .oauth2(tokens), refreshWindow: refreshWindow, exempting: [tokens.url])
             try await withController(AsyncHTTPClientTransport(), baseURL: server.baseURL, configure: { configuration in
                 configuration.authenticator = authenticator
-                configuration.currentDate = date.provider
-                configuration.concurrencyPolicy = .fixed(20)
+                configuration.environment.date = date.provider
+                configuration.limits.concurrency = .fixed(20)
                 configure(&configuration)
             }) { controller in
                 let log = EventLog(controller)
@@ -227,7 +227,7 @@ import Testing
         let signedOut = Counter()
         let observer = center.addObserver(forName: .depotSignedOut, object: nil, queue: nil) { _ in signedOut.increment() }
         defer { center.removeObserver(observer) }
-        try await withSetup(configure: { $0.notificationCenter = center }) { setup in
+        try await withSetup(configure: { $0.observability.notificationCenter = center }) { setup in
             try await setup.signIn()
             // Given a refresh token that was used elsewhere (rotation makes it worthless)
             let stale = try #require(await setup.authenticator.currentCredential()?.refreshToken)
@@ -284,7 +284,7 @@ import Testing
                 if offline { throw DepotError(.offline, detail: "no route to the token endpoint") }
                 return try await oauth2.refresh(credential, context)
             }
-        }, configure: { $0.probeBackoff = .milliseconds(10) ... .milliseconds(10) }) { setup in
+        }, configure: { $0.conditions.probeBackoff = .milliseconds(10) ... .milliseconds(10) }) { setup in
             try await setup.signIn()
             setup.serverClock.advance(by: .seconds(3601))
 

@@ -90,7 +90,7 @@ import Testing
             guard bounds.count == 2 else { return TransportResponse(status: 200, body: TransportBody(data: Data(count: 20_000))) }
             return bad.answer(bounds[0], min(bounds[1], 19_999))
         }
-        try await withController(transport, configure: { $0.retryPolicy = .never; $0.maximumBodySize = 1 << 20 }) { controller in
+        try await withController(transport, configure: { $0.retries.policy = .never; $0.limits.maximumBodySize = 1 << 20 }) { controller in
             controller.assumeLinkMeasured()
             let error = await DepotError.from { _ = try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/big")!, priority: .low)) }
             #expect(error?.code == bad.code)
@@ -124,7 +124,7 @@ import Testing
             let byte: UInt8 = joins || start > 0 ? 0x63 : 0x61
             return TransportResponse(status: 206, headers: headers, body: TransportBody(data: Data(repeating: byte, count: end - start + 1)))
         }
-        try await withController(transport, configure: { $0.retryPolicy = .never }) { controller in
+        try await withController(transport, configure: { $0.retries.policy = .never }) { controller in
             controller.assumeLinkMeasured()
             let response = try await controller.perform(FetchRaw(url: URL(string: "http://script.invalid/big")!, priority: .low))
             let oneRepresentation = response.body == Data(repeating: 0x63, count: 20_000)

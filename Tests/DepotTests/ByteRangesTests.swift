@@ -38,7 +38,7 @@ import Testing
                 #expect(server.requestCount(for: .bytes(20_000)) == 1)
                 #expect(server.lastRequestHeaders(for: .bytes(20_000))?["range"] == nil)
             }
-            try await withController(kind.make(), baseURL: server.baseURL, configure: { $0.delayablePacing = .bandwidthDelay(roundTrips: 2, rangeBytes: nil) }) { controller in
+            try await withController(kind.make(), baseURL: server.baseURL, configure: { $0.conditions.delayablePacing = .bandwidthDelay(roundTrips: 2, rangeBytes: nil) }) { controller in
                 controller.assumeLinkMeasured()
                 let response = try await controller.perform(FetchRaw(url: server.url(for: .bytes(20_000)), priority: .low))
                 #expect(response.body == Self.filler)
@@ -83,7 +83,7 @@ import Testing
 
     @Test func aResourceThatChangesBetweenRangesFailsTheAttempt() async throws {
         try await withServer { server in
-            try await withController(TransportKind.asyncHTTPClient.make(), baseURL: server.baseURL, configure: { $0.retryPolicy = .never }) { controller in
+            try await withController(TransportKind.asyncHTTPClient.make(), baseURL: server.baseURL, configure: { $0.retries.policy = .never }) { controller in
                 controller.assumeLinkMeasured()
                 let error = await DepotError.from { _ = try await controller.perform(FetchRaw(url: server.url(for: .bytes(20_000, ranges: .changing)), priority: .low)) }
                 #expect(error?.code == .connectionLost)
@@ -165,7 +165,7 @@ import Testing
             let headers: HeaderFields = ["Content-Range": "bytes \(start)-\(end)/20000", "ETag": "\"v\"", "Content-Length": "\(end - start + 1)"]
             return TransportResponse(status: 206, headers: headers, body: TransportBody(data: Data(repeating: UInt8(ascii: "b"), count: end - start + 1)))
         }
-        try await withController(transport, configure: { $0.delayablePacing = .bandwidthDelay(roundTrips: 2, minimumBytes: .max) }) { controller in
+        try await withController(transport, configure: { $0.conditions.delayablePacing = .bandwidthDelay(roundTrips: 2, minimumBytes: .max) }) { controller in
             controllerBox.withLock { $0 = controller }
             controller.assumeLinkMeasured()
             let response = try await controller.perform(FetchRaw(url: RangeScript.big, priority: .low))

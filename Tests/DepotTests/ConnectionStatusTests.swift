@@ -18,7 +18,7 @@ struct ConnectionStatusTests {
         let clock = ManualClock()
         let transport = FixtureTransport(["/ping": .data(Data("pong".utf8))])
         transport.isOffline = true
-        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://fixtures.test")!, transport: transport, clock: clock, notificationCenter: nil))
+        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://fixtures.test")!, transport: transport, observability: .init(notificationCenter: nil), environment: .init(clock: clock)))
         let status = ConnectionStatus(controller: controller)
         #expect(status.quality == .good)
         #expect(status.concurrencyLimit == 4)
@@ -37,7 +37,7 @@ struct ConnectionStatusTests {
         let events = Recorder(controller.events())
         let waiting = controller.enqueue(Ping(offlineBehavior: .waitForConnectivity))
         await clock.sleepers(atLeast: 1)
-        clock.advance(by: NetworkController.Configuration().probeBackoff.lowerBound)
+        clock.advance(by: NetworkController.Configuration().conditions.probeBackoff.lowerBound)
         _ = try await events.next { $0.ticket == waiting.id && $0.kind.isTerminal }
 
         // Then the status is back to the quality it had
@@ -53,7 +53,7 @@ struct ConnectionStatusTests {
         let clock = ManualClock()
         let transport = FixtureTransport(["/ping": .data(Data("pong".utf8))])
         transport.isOffline = true
-        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://fixtures.test")!, transport: transport, clock: clock, notificationCenter: nil))
+        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://fixtures.test")!, transport: transport, observability: .init(notificationCenter: nil), environment: .init(clock: clock)))
 
         // Given the controller found no network
         let first = await #expect(throws: DepotError.self) { try await controller.perform(Ping()) }

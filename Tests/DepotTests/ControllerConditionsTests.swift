@@ -30,9 +30,9 @@ struct ControllerConditionsTests {
 
         init(link: NetworkSimulator.Link, routes: [NetworkSimulator.Route], timeline: [NetworkSimulator.Change] = [], chunkSize: Int = 16 * 1024, configure: (inout NetworkController.Configuration) -> Void = { _ in }) {
             simulator = NetworkSimulator(clock: clock, link: link, routes: routes, timeline: timeline, chunkSize: chunkSize)
-            var configuration = NetworkController.Configuration(baseURL: ControllerConditionsTests.base, transport: simulator, clock: clock, notificationCenter: nil)
-            configuration.trace = trace
-            configuration.jitterSeed = 42
+            var configuration = NetworkController.Configuration(baseURL: ControllerConditionsTests.base, transport: simulator, observability: .init(notificationCenter: nil), environment: .init(clock: clock))
+            configuration.observability.trace = trace
+            configuration.environment.seed = 42
             configure(&configuration)
             controller = NetworkController(configuration: configuration)
         }
@@ -109,8 +109,8 @@ struct ControllerConditionsTests {
     @Test func pacedDelayableWorkLetsUrgentWorkThroughAQueuedLink() async throws {
         let minimum = Duration.milliseconds(320)
         let paced = try await queuedLinkScenario { _ in }
-        let unpaced = try await queuedLinkScenario { $0.delayablePacing = .off }
-        let fifo = try await queuedLinkScenario({ $0.concurrencyPolicy = .fixed(6); $0.delayablePacing = .off }, prioritised: false)
+        let unpaced = try await queuedLinkScenario { $0.conditions.delayablePacing = .off }
+        let fifo = try await queuedLinkScenario({ $0.limits.concurrency = .fixed(6); $0.conditions.delayablePacing = .off }, prioritised: false)
         if ProcessInfo.processInfo.environment["DEPOT_PRINT"] != nil {
             print("queued link: paced \(paced), unpaced \(unpaced), FIFO \(fifo)")
         }
@@ -125,8 +125,8 @@ struct ControllerConditionsTests {
     @Test func delayableRangesLetUrgentWorkPassAfterOneRange() async throws {
         let minimum = Duration.milliseconds(320)
         let ranged = try await queuedLinkScenario({ _ in }, ranged: true)
-        let whole = try await queuedLinkScenario({ $0.delayablePacing = .bandwidthDelay(roundTrips: 2, rangeBytes: nil) }, ranged: true)
-        let fifo = try await queuedLinkScenario({ $0.concurrencyPolicy = .fixed(6); $0.delayablePacing = .off }, prioritised: false, ranged: true)
+        let whole = try await queuedLinkScenario({ $0.conditions.delayablePacing = .bandwidthDelay(roundTrips: 2, rangeBytes: nil) }, ranged: true)
+        let fifo = try await queuedLinkScenario({ $0.limits.concurrency = .fixed(6); $0.conditions.delayablePacing = .off }, prioritised: false, ranged: true)
         if ProcessInfo.processInfo.environment["DEPOT_PRINT"] != nil {
             print("queued link with ranges: ranged \(ranged), whole \(whole), FIFO \(fifo)")
         }
@@ -203,7 +203,7 @@ struct ControllerConditionsTests {
             // Sizes vary (160-260 KB) so that transfers do not all end at the same instant.
             routes: (0..<400).map { .init(path: "/large/\($0)", bytes: (160 + ($0 * 37) % 100) * 1024) } + [.init(path: "/image/*", bytes: 30_000)],
             timeline: [.bandwidth(100_000, at: .seconds(5)), .bandwidth(20_000_000, at: .seconds(200))],
-            configure: { $0.eventBufferSize = 1_000_000 })   // every event is read at the end
+            configure: { $0.observability.eventBufferSize = 1_000_000 })   // every event is read at the end
         let controller = harness.controller
         let large = (0..<400).map { controller.enqueue(SimGet(path: "large/\($0)")) }
         let images = (0..<50).map { controller.enqueue(SimGet(path: "image/\($0)", priority: .low, category: .images)) }
@@ -268,7 +268,7 @@ struct ControllerConditionsTests {
             link: .init(bandwidth: 8_000_000, rtt: .milliseconds(40)),
             routes: [.init(path: "/feed/*", bytes: 3_000), .init(path: "/image/*", bytes: 30_000)],
             chunkSize: 1_460,   // a TCP segment: a 3 KB body arrives in three chunks
-            configure: { $0.monitor = ConnectionMonitor.Configuration(initialQuality: .moderate) })
+            configure: { $0.conditions.monitor = ConnectionMonitor.Configuration(initialQuality: .moderate) })
         let controller = harness.controller
         #expect(controller.concurrencyLimit == 2)
         let feeds = (0..<1_000).map { controller.enqueue(SimGet(path: "feed/\($0)")) }
@@ -378,7 +378,7 @@ struct ControllerConditionsTests {
         let harness = Harness(
             link: .init(bandwidth: 10_000_000, rtt: .milliseconds(20)),
             routes: [NetworkSimulator.Route(path: "/down/*", bytes: 100).failing(10_000, with: .status(503))],
-            configure: { $0.retryBudget = RetryBudget(capacity: 5, depositPerSuccess: 0.1) })
+            configure: { $0.retries.budget = RetryBudget(capacity: 5, depositPerSuccess: 0.1) })
         let tickets = (0..<50).map { harness.controller.enqueue(SimGet(path: "down/\($0)")) }
         try await harness.run(until: { tickets.allSatisfy(\.isFinished) })
         let requests = harness.simulator.records.count

@@ -111,7 +111,7 @@ import Testing
     /// some of them are cancelled, see `enqueued` first and nothing after the end.
     @Test func ticketsJoiningARunningJobSeeEnqueuedFirstAndNothingAfterTheEnd() async throws {
         let url = URL(string: "http://events.test/stream")!
-        try await withController(Self.streaming(chunks: 3_000), configure: { $0.eventBufferSize = 10_000_000 }) { controller in
+        try await withController(Self.streaming(chunks: 3_000), configure: { $0.observability.eventBufferSize = 10_000_000 }) { controller in
             let events = controller.events()
             let collected = Task { await events.reduce(into: [NetworkEvent]()) { $0.append($1) } }
             let recorder = Recorder(controller.events())

@@ -61,7 +61,7 @@ import Testing
 
     @Test func fileOverTheLimitIsTooLarge() async throws {
         let url = try temporaryFile(Data(count: 5000), name: "big.bin")
-        try await withController(FileTransport(), configure: { $0.maximumBodySize = 4096 }) { controller in
+        try await withController(FileTransport(), configure: { $0.limits.maximumBodySize = 4096 }) { controller in
             let error = await DepotError.from { _ = try await controller.perform(FetchRaw(url: url)) }
             #expect(error?.code == .tooLarge)
         }

@@ -39,22 +39,9 @@ import Testing
         }
     }
 
-    @Test func changingTheLimitStartsQueuedWork() async throws {
-        try await withServer { server in
-            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.concurrencyPolicy = .fixed(0) }) { controller in
-                let tickets = (0..<3).map { controller.enqueue(FetchHello(.hello, variant: "\($0)")) }
-                #expect(controller.activity.queued == 3)
-                controller.concurrencyLimit = 2
-                #expect(controller.concurrencyLimit == 2)
-                await controller.waitUntilIdle()
-                #expect(tickets.allSatisfy { $0.outcome == .succeeded })
-            }
-        }
-    }
-
     @Test func cancelAllCancelsEverything() async throws {
         try await withServer { server in
-            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.concurrencyPolicy = .fixed(1) }) { controller in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.limits.concurrency = .fixed(1) }) { controller in
                 let tickets = (0..<4).map { controller.enqueue(FetchHello(.hang, variant: "\($0)")) }
                 controller.cancelAll()
                 await controller.waitUntilIdle()

@@ -12,7 +12,7 @@ import Testing
 
     @Test func shutdownLetsAPostFinishAndCancelsTheRest() async throws {
         try await withServer { server in
-            let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil))
+            let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), observability: .init(notificationCenter: nil)))
             let events = controller.events()
             let post = controller.enqueue(PostEcho(.gated("post"), text: "must arrive", exitPolicy: .finish))
             let avatars = (0..<3).map { controller.enqueue(FetchHello(.hang, variant: "\($0)", category: .images)) }
@@ -43,7 +43,7 @@ import Testing
             try await clock.sleep(for: .seconds(1_000_000))  // until cancelled
             return TransportResponse(status: 200, body: .empty)
         }
-        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://depot.test")!, transport: transport, clock: clock, notificationCenter: nil))
+        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://depot.test")!, transport: transport, observability: .init(notificationCenter: nil), environment: .init(clock: clock)))
         let post = controller.enqueue(PostEcho(text: "slow", exitPolicy: .finish))
         let shutdown = Task { await controller.shutdown(grace: .seconds(5)) }
         // The post's transfer, its watchdog and the grace period all wait on the clock.
@@ -62,7 +62,7 @@ import Testing
         for _ in 0..<30 {
             let clock = ManualClock()
             let transport = ScriptedTransport { _ in TransportResponse(status: 200, body: .empty) }
-            let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://depot.test")!, transport: transport, clock: clock, notificationCenter: nil))
+            let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://depot.test")!, transport: transport, observability: .init(notificationCenter: nil), environment: .init(clock: clock)))
             controller.pause(category: "held")
             let held = controller.enqueue(FetchHello(category: "held", exitPolicy: .finish))
             let shutdown = Task { await controller.shutdown(grace: .seconds(60)) }
@@ -81,7 +81,7 @@ import Testing
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Hello, DepotError>, Never>) in
             // Given work held in a paused category when the app lets go of its controller
             let transport = ScriptedTransport { _ in TransportResponse(status: 200, body: .empty) }
-            let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://depot.test")!, transport: transport, notificationCenter: nil))
+            let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://depot.test")!, transport: transport, observability: .init(notificationCenter: nil)))
             controller.pause(category: "held")
             ticket = controller.enqueue(FetchHello(category: "held")) { continuation.resume(returning: $0) }
         }
@@ -96,7 +96,7 @@ import Testing
 
     @Test func concurrentShutdownsShareOneReport() async throws {
         try await withServer { server in
-            let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: URLSessionTransport(), notificationCenter: nil))
+            let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: URLSessionTransport(), observability: .init(notificationCenter: nil)))
             let hung = controller.enqueue(FetchHello(.hang))
             async let first = controller.shutdown(grace: .seconds(30))
             async let second = controller.shutdown(grace: .seconds(30))
@@ -110,7 +110,7 @@ import Testing
     }
 
     @Test func shutdownOfAnIdleControllerReportsNothing() async throws {
-        let controller = NetworkController(configuration: .init(transport: FileTransport(), notificationCenter: nil))
+        let controller = NetworkController(configuration: .init(transport: FileTransport(), observability: .init(notificationCenter: nil)))
         let report = await controller.shutdown(grace: .zero)
         #expect(report == ShutdownReport())
         let rejected = await DepotError.from { _ = try await controller.perform(FetchRaw(url: URL(fileURLWithPath: "/dev/null"))) }

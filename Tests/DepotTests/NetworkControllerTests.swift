@@ -160,7 +160,7 @@ import Testing
             for _ in 0..<3 { await Task.yield() }
             return TransportResponse(status: 200, headers: ["Content-Length": "19"], body: TransportBody(data: Data(#"{"message":"hello"}"#.utf8)))
         }
-        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://a.test")!, transport: transport, concurrencyPolicy: .fixed(3), notificationCenter: nil))
+        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://a.test")!, transport: transport, limits: .init(concurrency: .fixed(3)), observability: .init(notificationCenter: nil)))
         await withTaskGroup(of: Void.self) { group in
             for n in 0..<300 {
                 group.addTask { _ = try? await controller.perform(FetchHello(path: "/hello/\(n)")) }
@@ -206,7 +206,7 @@ import Testing
 
     @Test func moreUrgentDuplicatePromotesTheQueuedOne() async throws {
         try await withServer { server in
-            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.concurrencyPolicy = .fixed(1) }) { controller in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.limits.concurrency = .fixed(1) }) { controller in
                 let events = controller.events()
                 let blocker = controller.enqueue(FetchHello(.gated("slot")))
                 let avatar = controller.enqueue(FetchHello(.hello, variant: "avatar", priority: .veryLow))

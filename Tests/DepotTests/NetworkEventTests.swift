@@ -44,7 +44,7 @@ import Testing
         let transport = ScriptedTransport { _ in
             TransportResponse(status: 200, body: TransportBody(unfolding: { await feed.next() }))
         }
-        let controller = NetworkController(configuration: .init(transport: transport, notificationCenter: nil))
+        let controller = NetworkController(configuration: .init(transport: transport, observability: .init(notificationCenter: nil)))
         let url = URL(string: "http://a.test/big")!
         var events = controller.events().makeAsyncIterator()
         func next(_ kind: String, of ticket: Ticket) async -> NetworkEvent? {
@@ -105,12 +105,12 @@ import Testing
             }
             defer { observers.forEach(center.removeObserver) }
             // An observer of another controller on the same center hears none of them
-            let other = NetworkController(configuration: .init(transport: FixtureTransport(), notificationCenter: center))
+            let other = NetworkController(configuration: .init(transport: FixtureTransport(), observability: .init(notificationCenter: center)))
             let overheard = Locked(0)
             let otherObserver = center.addObserver(forName: .depotOperationEnqueued, object: other, queue: nil) { _ in overheard.withLock { $0 += 1 } }
             defer { center.removeObserver(otherObserver) }
             var poster: ObjectIdentifier?
-            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.notificationCenter = center }) { controller in
+            try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: { $0.observability.notificationCenter = center }) { controller in
                 poster = ObjectIdentifier(controller)
                 _ = try await controller.perform(FetchHello())
                 _ = try? await controller.perform(FetchHello(.status(404)))
@@ -134,7 +134,7 @@ import Testing
         logger.logLevel = .trace
         try await withServer { server in
             try await withController(URLSessionTransport(), baseURL: server.baseURL, configure: {
-                $0.logger = logger
+                $0.observability.logger = logger
                 $0.adapters = [Credentials.bearer("s3cret-token", for: server.baseURL), DefaultHeaders(["Cookie": "session=hunter2"])]
             }) { controller in
                 _ = try await controller.perform(FetchRaw(url: server.url(for: .echoHeaders)))

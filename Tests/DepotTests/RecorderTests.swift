@@ -40,7 +40,7 @@ import Testing
 
     @Test func recordsAControllersEvents() async throws {
         let transport = FixtureTransport(["/hello": .data(Data("hi".utf8))])
-        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://fixtures.test")!, transport: transport, notificationCenter: nil))
+        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://fixtures.test")!, transport: transport, observability: .init(notificationCenter: nil)))
         struct Hello: NetworkOperation {
             typealias Output = NetworkResponse
             var request: NetworkRequest { .get("hello") }

@@ -148,10 +148,10 @@ import Testing
                 URL(string: server.url(for: fault).absoluteString + "?" + query)!
             }
             try await withController(AsyncHTTPClientTransport(), baseURL: server.baseURL, configure: {
-                $0.logger = logger
-                $0.redaction = redaction
-                $0.notificationCenter = center
-                $0.trace = recorder
+                $0.observability.logger = logger
+                $0.observability.redaction = redaction
+                $0.observability.notificationCenter = center
+                $0.observability.trace = recorder
                 $0.adapters = [
                     Credentials.bearer(Secret.bearer, for: server.baseURL),
                     DefaultHeaders(["Cookie": "session=\(Secret.cookie)", "X-API-Key": Secret.apiKey, Self.customHeader: Secret.custom]),

@@ -26,7 +26,7 @@ import Testing
     }
 
     func controller(_ transport: FixtureTransport, interceptors: [any ResponseInterceptor], clock: ManualClock = ManualClock()) -> NetworkController {
-        NetworkController(configuration: .init(baseURL: URL(string: "http://fixtures.test/")!, transport: transport, interceptors: interceptors, clock: clock, notificationCenter: nil))
+        NetworkController(configuration: .init(baseURL: URL(string: "http://fixtures.test/")!, transport: transport, interceptors: interceptors, observability: .init(notificationCenter: nil), environment: .init(clock: clock)))
     }
 
     @Test func interceptorsRunInOrderAndTheFirstDecisionWins() async throws {

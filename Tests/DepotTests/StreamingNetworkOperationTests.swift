@@ -88,7 +88,7 @@ struct StreamingNetworkOperationTests {
     }
 
     @Test func aNon2xxResponseIsBufferedAndValidated() async throws {
-        try await withStreaming({ $0.retryPolicy = .never }) { _, controller in
+        try await withStreaming({ $0.retries.policy = .never }) { _, controller in
             // When a streaming operation gets a 503 with a body
             let log = SinkLog()
             let error = await DepotError.from { _ = try await controller.perform(StreamBody(fault: .status(503, body: "come back later"), log: log)) }
@@ -102,7 +102,7 @@ struct StreamingNetworkOperationTests {
     }
 
     @Test func aTruncatedBodyFailsItsSinkAndTheRetryGetsAFreshOne() async throws {
-        try await withStreaming({ $0.retryPolicy = RetryPolicy(maximumAttempts: 2, baseDelay: .zero) }) { _, controller in
+        try await withStreaming({ $0.retries.policy = RetryPolicy(maximumAttempts: 2, baseDelay: .zero) }) { _, controller in
             // Given a body cut short against its Content-Length the first time only
             let log = SinkLog()
             let fault = DemoServer.Fault.feed(items: 500, chunkBytes: 300, tails: [.truncated, .complete])
@@ -134,7 +134,7 @@ struct StreamingNetworkOperationTests {
     }
 
     @Test func aSinkThatCannotBeMadeFailsTheOperationWithoutARetry() async throws {
-        try await withStreaming({ $0.retryPolicy = RetryPolicy(maximumAttempts: 3, baseDelay: .zero) }) { server, controller in
+        try await withStreaming({ $0.retries.policy = RetryPolicy(maximumAttempts: 3, baseDelay: .zero) }) { server, controller in
             // When a streaming operation's sink cannot be made, under a policy that retries transfers
             let error = await DepotError.from { _ = try await controller.perform(NoSink()) }
 
@@ -171,8 +171,8 @@ struct StreamingNetworkOperationTests {
 
     @Test func theSizeLimitStopsAStreamedBodyAndFailsItsSink() async throws {
         try await withStreaming({
-            $0.maximumBodySize = 200_000
-            $0.retryPolicy = .never
+            $0.limits.maximumBodySize = 200_000
+            $0.retries.policy = .never
         }) { _, controller in
             // When a streaming operation fetches an endless body
             let log = SinkLog()

@@ -21,8 +21,8 @@ struct TelemetryTests {
         let tracer = W3CTracer()
         try await withServer { server in
             try await withController(AsyncHTTPClientTransport(), baseURL: server.baseURL, configure: {
-                $0.metricsFactory = metrics
-                $0.tracer = tracer
+                $0.observability.metricsFactory = metrics
+                $0.observability.tracer = tracer
             }) { controller in
                 // Given a screen's span around the call
                 let parent = tracer.startSpan("screen", context: .topLevel)
@@ -69,9 +69,9 @@ struct TelemetryTests {
         let tracer = W3CTracer()
         try await withServer { server in
             try await withController(AsyncHTTPClientTransport(), baseURL: server.baseURL, configure: {
-                $0.metricsFactory = metrics
-                $0.tracer = tracer
-                $0.retryPolicy = RetryPolicy(maximumAttempts: 2, baseDelay: .milliseconds(1))
+                $0.observability.metricsFactory = metrics
+                $0.observability.tracer = tracer
+                $0.retries.policy = RetryPolicy(maximumAttempts: 2, baseDelay: .milliseconds(1))
             }) { controller in
                 // When a GET gets 503 twice
                 let url = server.baseURL.appending(path: DemoServer.Fault.status(503).path)
@@ -126,8 +126,9 @@ struct TelemetryTests {
         defer { center.removeObserver(observer) }
         let limitsRecorded = Recorder(limits)
         let controller = NetworkController(configuration: .init(
-            baseURL: URL(string: "http://fixtures.test")!, transport: transport,
-            metricsFactory: metrics, tracer: tracer, notificationCenter: center
+            baseURL: URL(string: "http://fixtures.test")!,
+            transport: transport,
+            observability: .init(metricsFactory: metrics, tracer: tracer, notificationCenter: center)
         ))
         // Given the gauges start at the controller's quality and limit
         #expect(try metrics.expectGauge(OperationMetrics.quality).lastValue == Double(ConnectionQuality.good.rawValue))
@@ -198,19 +199,19 @@ struct TelemetryTests {
 
     @Test func spanURLsKeepNoQueryValuesNorPasswords() {
         let url = URL(string: "https://ann:secret@api.test/search?q=cats&token=abc")!
-        #expect(NetworkController.redactedForSpan(url) == "https://api.test/search?q=REDACTED&token=REDACTED")
-        #expect(NetworkController.redactedForSpan(URL(string: "http://api.test/a")!) == "http://api.test/a")
+        #expect(Telemetry.redactedForSpan(url) == "https://api.test/search?q=REDACTED&token=REDACTED")
+        #expect(Telemetry.redactedForSpan(URL(string: "http://api.test/a")!) == "http://api.test/a")
     }
 
     // MARK: No backend
 
     @Test func withoutABackendNothingIsMade() {
         // Nothing in this process bootstraps either system: the defaults are the no-ops.
-        let defaults = NetworkController(configuration: .init(transport: FixtureTransport(), notificationCenter: nil))
+        let defaults = NetworkController(configuration: .init(transport: FixtureTransport(), observability: .init(notificationCenter: nil)))
         #expect(defaults.telemetry.metrics == nil)
         #expect(defaults.telemetry.tracer == nil)
         #expect(defaults.telemetry.parentContext() == nil)
-        let off = NetworkController(configuration: .init(transport: FixtureTransport(), metricsFactory: nil, tracer: nil, notificationCenter: nil))
+        let off = NetworkController(configuration: .init(transport: FixtureTransport(), observability: .init(metricsFactory: nil, tracer: nil, notificationCenter: nil)))
         #expect(off.telemetry.metrics == nil)
         #expect(off.telemetry.tracer == nil)
     }
@@ -295,7 +296,10 @@ extension TelemetryTests {
         }
         let tracer = W3CTracer()
         let controller = NetworkController(configuration: .init(
-            baseURL: URL(string: "https://api.test")!, transport: Refusing(), retryPolicy: .never, tracer: tracer, notificationCenter: nil
+            baseURL: URL(string: "https://api.test")!,
+            transport: Refusing(),
+            retries: .init(policy: .never),
+            observability: .init(tracer: tracer, notificationCenter: nil)
         ))
         await #expect(throws: DepotError.self) { try await controller.perform(FetchWithToken()) }
         let span = try #require(tracer.recorder.finishedSpans.first)

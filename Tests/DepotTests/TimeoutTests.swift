@@ -20,9 +20,9 @@ struct TimeoutTests {
         let clock = ManualClock()
         // 700 bytes at 8 bit/s in 1-byte chunks: a byte every second, for 700 s.
         let simulator = NetworkSimulator(clock: clock, link: .init(bandwidth: 8, rtt: .zero), routes: [.init(path: "/feed", bytes: 700)], chunkSize: 1)
-        var configuration = NetworkController.Configuration(baseURL: URL(string: "http://drip.test")!, transport: simulator, clock: clock, notificationCenter: nil)
-        configuration.retryPolicy = RetryPolicy(maximumAttempts: 1)
-        configuration.longestTransfer = cap
+        var configuration = NetworkController.Configuration(baseURL: URL(string: "http://drip.test")!, transport: simulator, observability: .init(notificationCenter: nil), environment: .init(clock: clock))
+        configuration.retries.policy = RetryPolicy(maximumAttempts: 1)
+        configuration.limits.longestTransfer = cap
         let controller = NetworkController(configuration: configuration)
         let outcome = Task { () -> DepotError? in
             do throws(DepotError) {

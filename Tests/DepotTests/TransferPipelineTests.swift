@@ -411,7 +411,7 @@ import Testing
                 }))
             }
             let processed = Flag()
-            try await withController(transport, configure: { $0.clock = clock }) { controller in
+            try await withController(transport, configure: { $0.environment.clock = clock }) { controller in
                 do {
                     _ = try await controller.perform(Recorded(processed: processed))
                     #expect(processed.isSet)

@@ -159,7 +159,7 @@ import Testing
     @Test(arguments: TransportKind.allCases)
     func endlessBodyFailsAtTheLimitAndTheServerSeesTheAbort(kind: TransportKind) async throws {
         try await withServer { server in
-            try await withController(kind.make(), configure: { $0.maximumBodySize = 1 << 20 }) { controller in
+            try await withController(kind.make(), configure: { $0.limits.maximumBodySize = 1 << 20 }) { controller in
                 let error = await DepotError.from { _ = try await controller.perform(FetchRaw(url: server.url(for: .huge))) }
                 #expect(error?.code == .tooLarge)
                 await server.waitUntilAbandoned(.huge)

@@ -10,7 +10,7 @@ import Testing
     @Test func theControllerIsShutDownWhenTheBodyReturns() async throws {
         let clock = ManualClock()
         var kept: NetworkController?
-        let answer = try await withNetworkController(.init(transport: FixtureTransport(), clock: clock, notificationCenter: nil)) { controller in
+        let answer = try await withNetworkController(.init(transport: FixtureTransport(), observability: .init(notificationCenter: nil), environment: .init(clock: clock))) { controller in
             kept = controller
             #expect(!controller.isShutDown)
             return 42
@@ -25,7 +25,7 @@ import Testing
     @Test func theControllerIsShutDownWhenTheBodyThrows() async throws {
         var kept: NetworkController?
         await #expect(throws: Boom.self) {
-            try await withNetworkController(.init(transport: FixtureTransport(), notificationCenter: nil)) { controller in
+            try await withNetworkController(.init(transport: FixtureTransport(), observability: .init(notificationCenter: nil))) { controller in
                 kept = controller
                 throw Boom()
             }

@@ -52,6 +52,7 @@ import Testing
         "TokenRefreshContext": TokenRefreshContext.self,
         "TokenRefresher": TokenRefresher.self,
         "DefaultHeaders": DefaultHeaders.self,
+        "DepotEnvironment": DepotEnvironment.self,
         "DepotError": DepotError.self,
         "DepotStream": DepotStream<Int>.self,
         "EvictionReport": EvictionReport.self,

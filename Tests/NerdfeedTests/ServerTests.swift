@@ -19,7 +19,7 @@ struct ServerTests {
         _ body: @MainActor (DemoServer, Store, NetworkController) async throws -> Void
     ) async throws {
         try await DemoServer.withRunning(configuration) { server in
-            try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator, currentDate: date.provider) { store in
+            try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator, environment: .init(date: date.provider)) { store in
                 try await withController(server: server, store: store) { controller in
                     try await body(server, store, controller)
                 }

@@ -17,16 +17,16 @@ struct StreamingSyncTests {
     /// With `storeConfiguration`, the store is opened with it in a temporary folder.
     func withSetup(
         retryPolicy: RetryPolicy = .never,
-        maximumBodySize: Int = NetworkController.Configuration.defaultMaximumBodySize,
+        maximumBodySize: Int = NetworkController.Configuration.Limits().maximumBodySize,
         storeConfiguration: GRDB.Configuration? = nil,
         _ body: (DemoServer, Store, NetworkController) async throws -> Void
     ) async throws {
         try await DemoServer.withRunning(.init(seed: 7, initialPosts: 0)) { server in
             try await withStore(configuration: storeConfiguration) { store in
                 try await withController(server: server, store: store, configure: { configuration in
-                    configuration.notificationCenter = nil
-                    configuration.retryPolicy = retryPolicy
-                    configuration.maximumBodySize = maximumBodySize
+                    configuration.observability.notificationCenter = nil
+                    configuration.retries.policy = retryPolicy
+                    configuration.limits.maximumBodySize = maximumBodySize
                 }) { controller in
                     try await body(server, store, controller)
                 }

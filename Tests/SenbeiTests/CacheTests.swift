@@ -69,7 +69,7 @@ struct CacheTests {
             // A new session on the same cache, its server unreachable (connection refused).
             let credentials = SenbeiCredentials(username: "admin", password: "secret")
             var configuration = SenbeiApp.configuration(server: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), store: f.store, notificationCenter: nil)
-            configuration.currentDate = date.provider
+            configuration.environment.date = date.provider
             let controller = NetworkController(configuration: configuration)
             let log = NotificationLog()
             let app = try SenbeiApp(controller: controller, credentials: credentials, notificationCenter: log.center)
@@ -105,7 +105,7 @@ struct CacheTests {
             // A new session on the same cache, its server unreachable (connection refused).
             let credentials = SenbeiCredentials(username: "admin", password: "secret")
             var configuration = SenbeiApp.configuration(server: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), store: f.store, notificationCenter: nil)
-            configuration.currentDate = date.provider
+            configuration.environment.date = date.provider
             let controller = NetworkController(configuration: configuration)
             let app = try SenbeiApp(controller: controller, credentials: credentials, notificationCenter: NotificationCenter())
             let page = try await app.loadPage(.contacts, page: 2)

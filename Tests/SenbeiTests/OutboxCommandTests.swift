@@ -130,7 +130,7 @@ struct OutboxCommandTests {
         let store = try Store(path: folder.appending(path: "cache.sqlite").path, migrator: SenbeiSchema.migrator)
         let transport = FixtureTransport()
         transport.isOffline = true
-        var configuration = NetworkController.Configuration(baseURL: URL(string: unreachable)!, transport: transport, notificationCenter: nil)
+        var configuration = NetworkController.Configuration(baseURL: URL(string: unreachable)!, transport: transport, observability: .init(notificationCenter: nil))
         configuration.store = store
         let controller = NetworkController(configuration: configuration)
         let outbox = Outbox(store: store, controller: controller, types: [M.self])

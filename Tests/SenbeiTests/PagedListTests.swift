@@ -22,7 +22,7 @@ struct PagedListTests {
         }
 
         static func send(_ name: String, to server: DemoServer) async throws {
-            let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil))
+            let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), observability: .init(notificationCenter: nil)))
             _ = try await controller.perform(AddContact(name: name))
             _ = await controller.shutdown(grace: .zero)
         }

@@ -31,7 +31,7 @@ struct ServerIdempotencyTests {
 
     static func withServer(_ body: (NetworkController) async throws -> Void) async throws {
         try await DemoServer.withRunning(.init(port: 0, seed: 7)) { server in
-            let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil))
+            let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), observability: .init(notificationCenter: nil)))
             do {
                 try await body(controller)
             } catch {

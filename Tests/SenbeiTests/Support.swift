@@ -111,7 +111,7 @@ struct Fixture {
     func withOfflineApp(_ body: @MainActor (SenbeiApp) async throws -> Void) async throws {
         let credentials = SenbeiCredentials(username: "admin", password: "secret")
         var configuration = SenbeiApp.configuration(server: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), store: store, notificationCenter: nil)
-        configuration.currentDate = date.provider
+        configuration.environment.date = date.provider
         let app = try SenbeiApp(controller: NetworkController(configuration: configuration), credentials: credentials, notificationCenter: NotificationCenter())
         do {
             try await body(app)
@@ -145,11 +145,11 @@ func withSenbei(
     defer { drainer?.cancel() }
     try await DemoServer.withRunning(configuration) { server in
         defer { drainer = serverClock.map { ServerClockDrainer.start($0) } }
-        try await StoreFixtures.withStore(migrator: SenbeiSchema.migrator, currentDate: date.provider) { store in
+        try await StoreFixtures.withStore(migrator: SenbeiSchema.migrator, environment: .init(date: date.provider)) { store in
             let log = NotificationLog()
             let credentials = SenbeiCredentials(username: "admin", password: password)
             var controllerConfiguration = SenbeiApp.configuration(server: server.baseURL, transport: transport, store: store, notificationCenter: nil)
-            controllerConfiguration.currentDate = date.provider
+            controllerConfiguration.environment.date = date.provider
             configure(&controllerConfiguration)
             let controller = NetworkController(configuration: controllerConfiguration)
             let app = try SenbeiApp(controller: controller, credentials: credentials, notificationCenter: log.center)
@@ -206,7 +206,7 @@ struct ServerControl: NetworkOperation {
     var request: NetworkRequest { .post("_control", json: body) }
 
     static func send(to server: DemoServer, route: String? = nil, latencyMs: Int? = nil, offline: Bool? = nil, dropResponses: Int? = nil) async throws {
-        let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil))
+        let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), observability: .init(notificationCenter: nil)))
         _ = try await controller.perform(ServerControl(body: Body(route: route, latencyMs: latencyMs, offline: offline, dropResponses: dropResponses)))
         _ = await controller.shutdown(grace: .zero)
     }
@@ -226,7 +226,7 @@ struct RawTokenGrant: NetworkOperation {
     func validate(_ response: NetworkResponse) throws {}
 
     static func send(to server: DemoServer, _ fields: [String: String]) async throws -> NetworkResponse {
-        let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil))
+        let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), observability: .init(notificationCenter: nil)))
         let url = SenbeiApp.tokenEndpoint(for: server.baseURL).url
         do {
             let response = try await controller.perform(RawTokenGrant(url: url, fields: fields))

@@ -25,7 +25,7 @@ struct TokenSessionTests {
         var pool = AsyncHTTPClientTransport.defaultConfiguration
         pool.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 32
         try await withSenbei(serverClock: serverClock, transport: AsyncHTTPClientTransport(configuration: pool), configure: {
-            $0.concurrencyPolicy = .fixed(20)
+            $0.limits.concurrency = .fixed(20)
         }) { f in
             try await f.app.login()
             try await f.control(route: nil, latencyMs: 1000)

@@ -24,7 +24,7 @@ struct KillTests {
     /// checks that the file is sound.
     static func queue(_ texts: [String], in path: String) async throws {
         let store = try Store(path: path, migrator: TimelineSchema.migrator)
-        var configuration = NetworkController.Configuration(baseURL: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), notificationCenter: nil)
+        var configuration = NetworkController.Configuration(baseURL: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), observability: .init(notificationCenter: nil))
         configuration.store = store
         let controller = NetworkController(configuration: configuration)
         _ = await controller.shutdown(grace: .zero)  // nothing goes out from here

@@ -19,10 +19,10 @@ import TimelineKit
 struct ServerTests {
     /// A controller on AsyncHTTPClient with a fresh Timeline store, for `server`.
     static func controller(for server: DemoServer) throws -> NetworkController {
-        var configuration = NetworkController.Configuration(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil)
+        var configuration = NetworkController.Configuration(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), observability: .init(notificationCenter: nil))
         configuration.store = try StoreFixtures.temporaryStore(migrator: TimelineSchema.migrator)
-        configuration.monitor = TimelineApp.monitorConfiguration
-        configuration.qualityRules = TimelineApp.qualityRules
+        configuration.conditions.monitor = TimelineApp.monitorConfiguration
+        configuration.conditions.rules = TimelineApp.qualityRules
         return NetworkController(configuration: configuration)
     }
 
@@ -107,7 +107,7 @@ struct ServerTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appending(path: "cache.sqlite").path
         do {
-            var configuration = NetworkController.Configuration(baseURL: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), notificationCenter: nil)
+            var configuration = NetworkController.Configuration(baseURL: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), observability: .init(notificationCenter: nil))
             let store = try Store(path: path, migrator: TimelineSchema.migrator)
             configuration.store = store
             let app = try TimelineApp(controller: NetworkController(configuration: configuration), author: "tester", waitsForNetwork: false)
@@ -119,7 +119,7 @@ struct ServerTests {
             try await store.close()
         }
         try await DemoServer.withRunning(.init(port: 0, epoch: Date())) { server in
-            var configuration = NetworkController.Configuration(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil)
+            var configuration = NetworkController.Configuration(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), observability: .init(notificationCenter: nil))
             configuration.store = try Store(path: path, migrator: TimelineSchema.migrator)
             let app = try TimelineApp(controller: NetworkController(configuration: configuration), author: "tester", waitsForNetwork: false)
             #expect(await app.sendPending() == 0)

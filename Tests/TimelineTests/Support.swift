@@ -37,12 +37,12 @@ struct SimulatedTimeline {
         ], timeline: timeline, chunkSize: 1024)  // small chunks, as a slow real link delivers them
         store = try Store.inMemory(migrator: TimelineSchema.migrator)
         try store.writeSync { db in for post in cached { try post.insert(db) } }
-        var configuration = NetworkController.Configuration(baseURL: Self.base, transport: simulator, clock: clock, notificationCenter: nil)
+        var configuration = NetworkController.Configuration(baseURL: Self.base, transport: simulator, observability: .init(notificationCenter: nil), environment: .init(clock: clock))
         configuration.store = store
-        configuration.trace = trace
-        configuration.monitor = TimelineApp.monitorConfiguration
-        configuration.qualityRules = TimelineApp.qualityRules
-        configuration.jitterSeed = 7
+        configuration.observability.trace = trace
+        configuration.conditions.monitor = TimelineApp.monitorConfiguration
+        configuration.conditions.rules = TimelineApp.qualityRules
+        configuration.environment.seed = 7
         controller = NetworkController(configuration: configuration)
         events = Recorder(controller.events())
     }

@@ -19,9 +19,9 @@ enum AllocationBench {
             var configuration = NetworkController.Configuration(
                 baseURL: URL(string: "http://127.0.0.1:1")!,
                 transport: OverheadBench.InstantTransport(),
-                concurrencyPolicy: .fixed(1)
+                limits: .init(concurrency: .fixed(1))
             )
-            if !notifications { configuration.notificationCenter = nil }
+            if !notifications { configuration.observability.notificationCenter = nil }
             let controller = NetworkController(configuration: configuration)
             let count = try await count(operations) { index in
                 _ = try await controller.perform(TransportBench.GetItem(id: index))
@@ -39,7 +39,7 @@ enum AllocationBench {
             ("+ both", { $0.interceptors = [PassThrough()]; $0.authenticator = authenticator }),
         ]
         for (label, configure) in variants {
-            var configuration = NetworkController.Configuration(baseURL: memoryBase, transport: OverheadBench.InstantTransport(), concurrencyPolicy: .fixed(1), notificationCenter: nil)
+            var configuration = NetworkController.Configuration(baseURL: memoryBase, transport: OverheadBench.InstantTransport(), limits: .init(concurrency: .fixed(1)), observability: .init(notificationCenter: nil))
             configure(&configuration)
             let controller = NetworkController(configuration: configuration)
             let count = try await count(operations) { index in
@@ -68,8 +68,8 @@ enum AllocationBench {
         }
         report("AsyncHTTPClientTransport alone (loopback)", alone, versus: raw)
         for notifications in [true, false] {
-            var configuration = NetworkController.Configuration(baseURL: base, transport: AsyncHTTPClientTransport(), concurrencyPolicy: .fixed(1))
-            if !notifications { configuration.notificationCenter = nil }
+            var configuration = NetworkController.Configuration(baseURL: base, transport: AsyncHTTPClientTransport(), limits: .init(concurrency: .fixed(1)))
+            if !notifications { configuration.observability.notificationCenter = nil }
             let controller = NetworkController(configuration: configuration)
             let depot = try await count(operations) { index in
                 let bytes = try await controller.perform(TransportBench.GetItem(id: index))

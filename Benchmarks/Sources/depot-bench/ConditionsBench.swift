@@ -61,21 +61,21 @@ enum ConditionsBench {
             NetworkSimulator.Route(path: "/json/\(i)", bytes: 1_500 + (i * 613) % 1_001),
         ] })
         let trace = TraceRecorder()
-        var configuration = NetworkController.Configuration(baseURL: URL(string: "http://sim.test")!, transport: simulator, clock: clock, notificationCenter: nil)
-        configuration.trace = trace
+        var configuration = NetworkController.Configuration(baseURL: URL(string: "http://sim.test")!, transport: simulator, observability: .init(notificationCenter: nil), environment: .init(clock: clock))
+        configuration.observability.trace = trace
         // DEPOT_BENCH_PACING_RTTS=1 tries another delayable pacing budget (round trips; "off" for none).
         if let text = ProcessInfo.processInfo.environment["DEPOT_BENCH_PACING_RTTS"] {
-            configuration.delayablePacing = Double(text).map { .bandwidthDelay(roundTrips: $0) } ?? .off
+            configuration.conditions.delayablePacing = Double(text).map { .bandwidthDelay(roundTrips: $0) } ?? .off
         }
         let prioritised: Bool
         switch setup {
         case .adaptive:
             prioritised = true
         case .fixedFIFO(let n):
-            configuration.concurrencyPolicy = .fixed(n)
+            configuration.limits.concurrency = .fixed(n)
             prioritised = false
         case .fixedPriorities(let n):
-            configuration.concurrencyPolicy = .fixed(n)
+            configuration.limits.concurrency = .fixed(n)
             prioritised = true
         }
         let controller = NetworkController(configuration: configuration)

@@ -112,7 +112,7 @@ enum EvictBench {
         // The store opens three months back, when no row was old yet: its
         // launch eviction finds nothing. Then the date moves to now.
         let currentDate = Mutex(now.addingTimeInterval(-3 * month))
-        let store = try Store(path: path, migrator: migrator, retention: retention, currentDate: { currentDate.withLock { $0 } })
+        let store = try Store(path: path, migrator: migrator, retention: retention, environment: .init(date: { currentDate.withLock { $0 } }))
         let launch = try await store.evict()
         precondition(launch.totalEvicted == 0)
         currentDate.withLock { $0 = now }

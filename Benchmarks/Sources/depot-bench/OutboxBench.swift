@@ -91,7 +91,7 @@ enum OutboxBench {
     static func offlineController(store: Store, notifications: Bool = true, transport: FixtureTransport = FixtureTransport()) -> NetworkController {
         transport.isOffline = true
         var configuration = NetworkController.Configuration(baseURL: offlineURL, transport: transport)
-        if !notifications { configuration.notificationCenter = nil }
+        if !notifications { configuration.observability.notificationCenter = nil }
         configuration.store = store
         return NetworkController(configuration: configuration)
     }
@@ -385,7 +385,7 @@ enum OutboxBench {
     static func depotReplay(folder: URL, base: URL, server: ServerProcess, round: Int, count: Int, lanes: Int, policy: ConcurrencyPolicy) async throws -> ReplayRun {
         let path = try await queueOffline(folder: folder, round: round, count: count, lanes: lanes)
         let store = try Store(path: path, migrator: migrator)
-        var configuration = NetworkController.Configuration(baseURL: base, transport: AsyncHTTPClientTransport(), concurrencyPolicy: policy)
+        var configuration = NetworkController.Configuration(baseURL: base, transport: AsyncHTTPClientTransport(), limits: .init(concurrency: policy))
         configuration.store = store
         let controller = NetworkController(configuration: configuration)
         let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
@@ -615,7 +615,7 @@ enum OutboxBench {
             try await store.close()
         }
         let online = try Store(path: replayPath, migrator: migrator, configuration: configuration)
-        var onlineConfiguration = NetworkController.Configuration(baseURL: base, transport: AsyncHTTPClientTransport(), concurrencyPolicy: .fixed(8))
+        var onlineConfiguration = NetworkController.Configuration(baseURL: base, transport: AsyncHTTPClientTransport(), limits: .init(concurrency: .fixed(8)))
         onlineConfiguration.store = online
         let onlineController = NetworkController(configuration: onlineConfiguration)
         let onlineOutbox = Outbox(store: online, controller: onlineController, types: [SendPost.self])

@@ -89,9 +89,9 @@ enum OverheadBench {
             var configuration = NetworkController.Configuration(
                 baseURL: URL(string: "http://127.0.0.1:1")!,
                 transport: transport,
-                concurrencyPolicy: .fixed(concurrency)
+                limits: .init(concurrency: .fixed(concurrency))
             )
-            if ProcessInfo.processInfo.environment["DEPOT_BENCH_NO_NOTIFICATIONS"] == "1" { configuration.notificationCenter = nil }
+            if ProcessInfo.processInfo.environment["DEPOT_BENCH_NO_NOTIFICATIONS"] == "1" { configuration.observability.notificationCenter = nil }
             let controller = NetworkController(configuration: configuration)
             try await TransportBench.fanOut(1000, concurrency) { index in _ = try await controller.perform(TransportBench.GetItem(id: index)) }
             let cpuBefore = TransportBench.cpuSeconds(children: false)

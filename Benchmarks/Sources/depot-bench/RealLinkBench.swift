@@ -149,22 +149,22 @@ enum RealLinkBench {
     }
 
     static func configure(_ configuration: inout NetworkController.Configuration, _ setup: Setup) {
-        if let policy = setup.policy { configuration.concurrencyPolicy = policy }
+        if let policy = setup.policy { configuration.limits.concurrency = policy }
         // Fixed limits show the scheduler's priorities alone, as before pacing existed.
-        if setup != .depot { configuration.delayablePacing = .off }
+        if setup != .depot { configuration.conditions.delayablePacing = .off }
         // DEPOT_REALLINK_PACING_RTTS=1 tries another budget in the Depot row.
         if setup == .depot, let text = ProcessInfo.processInfo.environment["DEPOT_REALLINK_PACING_RTTS"], let roundTrips = Double(text) {
-            configuration.delayablePacing = .bandwidthDelay(roundTrips: roundTrips)
+            configuration.conditions.delayablePacing = .bandwidthDelay(roundTrips: roundTrips)
         }
     }
 
     static func realRun(base: URL, setup: Setup, lows: Int) async throws -> Sample {
-        var configuration = NetworkController.Configuration(baseURL: base, transport: AsyncHTTPClientTransport(), notificationCenter: nil)
+        var configuration = NetworkController.Configuration(baseURL: base, transport: AsyncHTTPClientTransport(), observability: .init(notificationCenter: nil))
         configure(&configuration, setup)
         // DEPOT_REALLINK_TRACE=1 prints every transfer that overlapped the high-priority one.
         let tracing = ProcessInfo.processInfo.environment["DEPOT_REALLINK_TRACE"] != nil
         let trace = TraceRecorder()
-        if tracing { configuration.trace = trace }
+        if tracing { configuration.observability.trace = trace }
         let controller = NetworkController(configuration: configuration)
         let clock = ContinuousClock()
         let start = clock.now
@@ -215,7 +215,7 @@ enum RealLinkBench {
             // Strong ETags, as depot-server sends: both answer byte ranges.
             .init(path: "/low/*", bytes: lowBytes, headers: ["ETag": "\"low\""]), .init(path: "/high", bytes: highBytes, headers: ["ETag": "\"high\""]),
         ])
-        var configuration = NetworkController.Configuration(baseURL: URL(string: "http://sim.test")!, transport: simulator, clock: clock, notificationCenter: nil)
+        var configuration = NetworkController.Configuration(baseURL: URL(string: "http://sim.test")!, transport: simulator, observability: .init(notificationCenter: nil), environment: .init(clock: clock))
         configure(&configuration, setup)
         let controller = NetworkController(configuration: configuration)
         let settled = simulator.settled(with: controller)

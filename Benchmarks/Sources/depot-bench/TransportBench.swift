@@ -167,8 +167,8 @@ enum TransportBench {
     }
 
     static func depot(base: URL, transport: any Transport, concurrency: Int, notifications: Bool = true) -> (Int) async throws -> Void {
-        var configuration = NetworkController.Configuration(baseURL: base, transport: transport, concurrencyPolicy: .fixed(concurrency))
-        if !notifications { configuration.notificationCenter = nil }
+        var configuration = NetworkController.Configuration(baseURL: base, transport: transport, limits: .init(concurrency: .fixed(concurrency)))
+        if !notifications { configuration.observability.notificationCenter = nil }
         let controller = NetworkController(configuration: configuration)
         return { count in
             try await fanOut(count, concurrency) { index in

@@ -8,7 +8,7 @@
 /// For example:
 ///
 /// ```swift
-/// let controller = NetworkController(configuration: .init(baseURL: api, concurrencyPolicy: .adaptive()))
+/// let controller = NetworkController(configuration: .init(baseURL: api, limits: .init(concurrency: .adaptive())))
 /// ```
 public struct ConcurrencyPolicy: Sendable {
     enum Base: Sendable {

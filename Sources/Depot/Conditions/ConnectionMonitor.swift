@@ -30,7 +30,7 @@ import Foundation
 ///
 /// ```swift
 /// var configuration = NetworkController.Configuration(baseURL: api)
-/// configuration.monitor.samplesToChange = 5
+/// configuration.conditions.monitor.samplesToChange = 5
 /// let controller = NetworkController(configuration: configuration)
 /// if controller.quality <= .poor { showLowBandwidthHint() }
 /// ```

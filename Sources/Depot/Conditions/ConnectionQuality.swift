@@ -39,7 +39,7 @@ public enum ConnectionQuality: Int, Sendable, Hashable, Comparable, CaseIterable
     ///
     /// ```swift
     /// var configuration = NetworkController.Configuration(baseURL: api)
-    /// configuration.monitor.thresholds = .init(moderate: 300_000, good: 1_000_000, excellent: 5_000_000)
+    /// configuration.conditions.monitor.thresholds = .init(moderate: 300_000, good: 1_000_000, excellent: 5_000_000)
     /// ```
     public struct Thresholds: Sendable, Hashable {
         /// The lowest bandwidth, in bits per second, that counts as `.moderate`.

@@ -45,9 +45,9 @@
 ///
 /// ```swift
 /// var configuration = NetworkController.Configuration(baseURL: base)
-/// configuration.delayablePacing = .bandwidthDelay(roundTrips: 1)   // tighter than the default
-/// configuration.delayablePacing = .bandwidthDelay(roundTrips: 2, rangeBytes: nil)   // whole responses
-/// configuration.delayablePacing = .off                             // every delayable transfer starts at once
+/// configuration.conditions.delayablePacing = .bandwidthDelay(roundTrips: 1)   // tighter than the default
+/// configuration.conditions.delayablePacing = .bandwidthDelay(roundTrips: 2, rangeBytes: nil)   // whole responses
+/// configuration.conditions.delayablePacing = .off                             // every delayable transfer starts at once
 /// ```
 public struct DelayablePacing: Sendable, Hashable {
     /// How many round trips of bytes the budget holds; `nil` when pacing is off.

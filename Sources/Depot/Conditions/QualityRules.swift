@@ -9,7 +9,7 @@
 ///
 /// ```swift
 /// var configuration = NetworkController.Configuration(baseURL: api)
-/// configuration.qualityRules = QualityRules(threshold: .moderate, pausedCategories: [.images], dropPriorityAtMost: nil)
+/// configuration.conditions.rules = QualityRules(threshold: .moderate, pausedCategories: [.images], dropPriorityAtMost: nil)
 /// ```
 public struct QualityRules: Sendable, Hashable {
     /// The rules apply at this quality and below.

@@ -12,7 +12,7 @@
 ///
 /// ```swift
 /// var configuration = NetworkController.Configuration(baseURL: api)
-/// configuration.retryBudget = RetryBudget(capacity: 20, depositPerSuccess: 0.2)
+/// configuration.retries.budget = RetryBudget(capacity: 20, depositPerSuccess: 0.2)
 /// ```
 public struct RetryBudget: Sendable, Hashable {
     /// The most tokens the bucket holds (negative values are taken as zero, as in `init`).

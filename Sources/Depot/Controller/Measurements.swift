@@ -21,10 +21,10 @@ struct Measurements: Sendable {
     var appliedPolicyLimit: Int
 
     init(configuration: NetworkController.Configuration) {
-        monitor = ConnectionMonitor(configuration: configuration.monitor)
-        policy = configuration.concurrencyPolicy.starting(at: configuration.monitor.initialQuality)
-        budget = configuration.retryBudget
-        random = JitterSource(seed: configuration.jitterSeed)
+        monitor = ConnectionMonitor(configuration: configuration.conditions.monitor)
+        policy = configuration.limits.concurrency.starting(at: configuration.conditions.monitor.initialQuality)
+        budget = configuration.retries.budget
+        random = JitterSource(seed: configuration.environment.seed)
         appliedPolicyLimit = policy.limit
     }
 

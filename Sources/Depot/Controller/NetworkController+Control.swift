@@ -22,8 +22,9 @@ extension NetworkController {
     public func pause(category: OperationCategory) {
         let now = timebase.now()
         let effects = state.withLock { state in
-            state.conditions.userPaused.insert(category)
-            return apply(state.scheduler.pause(category: category), in: &state, at: now)
+            var effects: [Effect] = []
+            handle(.userPaused(category), in: &state, at: now, into: &effects)
+            return effects
         }
         perform(effects)
     }
@@ -33,9 +34,9 @@ extension NetworkController {
     public func resume(category: OperationCategory) {
         let now = timebase.now()
         let effects = state.withLock { state -> [Effect] in
-            state.conditions.userPaused.remove(category)
-            guard !state.conditions.rulePaused.contains(category) else { return [] }
-            return apply(state.scheduler.resume(category: category), in: &state, at: now)
+            var effects: [Effect] = []
+            handle(.userResumed(category), in: &state, at: now, into: &effects)
+            return effects
         }
         perform(effects)
     }
@@ -45,24 +46,12 @@ extension NetworkController {
         state.withLock { $0.scheduler.paused }
     }
 
-    /// How many transfers may run at once. Lowering it stops nothing that runs;
-    /// raising it starts queued work at once. Setting it replaces the concurrency
-    /// policy with a fixed limit (offline still holds everything back).
+    /// How many transfers may run at once now: what the configuration's
+    /// ``Configuration/Limits/concurrency`` policy gives for the measured
+    /// quality (0 offline, 1 while an offline probe runs). The policy is the
+    /// one place the limit is set.
     public var concurrencyLimit: Int {
-        get { state.withLock { $0.scheduler.limit } }
-        set {
-            let now = timebase.now()
-            let effects = state.withLock { state in
-                let policyLimit = measurements.withLock { measurements in
-                    measurements.policy = .fixed(newValue)
-                    measurements.appliedPolicyLimit = measurements.policy.limit
-                    return measurements.policy.limit
-                }
-                state.conditions.policyLimit = policyLimit
-                return applyEffectiveLimit(in: &state, at: now)
-            }
-            perform(effects)
-        }
+        state.withLock { $0.scheduler.limit }
     }
 
     /// How much work is waiting and running, for a status line.
@@ -102,7 +91,7 @@ extension NetworkController {
                 running: scheduler.runningJobCount,
                 blocked: state.records.count - inJobs,
                 limit: scheduler.limit,
-                backingOff: state.conditions.backingOff,
+                backingOff: state.backingOff,
                 pausedBetweenRanges: state.rangeWaiters.count
             )
         }
@@ -112,7 +101,7 @@ extension NetworkController {
     ///
     /// Each call starts a new subscription; events before it are not replayed.
     /// The sequence ends when the controller shuts down. A subscriber that
-    /// falls more than `Configuration.eventBufferSize` events behind loses the
+    /// falls more than `Configuration.observability.eventBufferSize` events behind loses the
     /// oldest.
     ///
     /// For example:

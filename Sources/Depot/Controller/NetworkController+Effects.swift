@@ -32,8 +32,8 @@ extension NetworkController {
                 for waiter in waiters {
                     guard let ticket = state.records[waiter]?.ticket else { continue }
                     running.add(ticket)
-                    state.conditions.droppable.remove(waiter)
-                    configuration.trace?.started(waiter, at: now)
+                    handle(.ticketLeftQueue(waiter), in: &state, at: now, into: &effects)
+                    configuration.observability.trace?.started(waiter, at: now)
                     effects.append(emit(ticket, .started(attempt: 1), at: now))
                 }
                 state.running[job] = running
@@ -98,15 +98,15 @@ extension NetworkController {
         into effects: inout [Effect]
     ) {
         let ticket = record.ticket
-        state.conditions.droppable.remove(ticket.id)
-        if let trace = configuration.trace {
+        handle(.ticketLeftQueue(ticket.id), in: &state, at: now, into: &effects)
+        if let trace = configuration.observability.trace {
             switch result {
             case .success: trace.finished(ticket.id, at: now, bytes: finished?.bytes ?? 0, outcome: .succeeded)
             case .failure(let error):
                 trace.finished(ticket.id, at: now, bytes: 0, outcome: error.code == .cancelled || outcome == .cancelled ? .cancelled : .failed(error.code))
             }
         }
-        let logsDebug = configuration.logger.logLevel <= .debug
+        let logsDebug = configuration.observability.logger.logLevel <= .debug
         let metadata: Logger.Metadata = logsDebug ? ["depot.ticket": "\(ticket.id)", "depot.operation": "\(ticket.operationName)"] : [:]
         switch result {
         case .success:
@@ -164,7 +164,7 @@ extension NetworkController {
         var result = result
         // Every failure a job reports reaches events, notifications, logs and its
         // callers from here: its secrets go now, outside the lock.
-        if case .failure(let error) = result.result { result.result = .failure(configuration.redaction.error(error)) }
+        if case .failure(let error) = result.result { result.result = .failure(configuration.observability.redaction.error(error)) }
         let now = timebase.now()
         let outcome: Scheduler.Outcome
         switch result.result {
@@ -191,19 +191,17 @@ extension NetworkController {
                     guard let ticket = state.records[waiter]?.ticket else { return nil }
                     return emit(ticket, .waitingForNetwork(error), at: now)
                 }
-                if state.conditions.isOffline { state.conditions.probing = false }
-                effects += applyEffectiveLimit(in: &state, at: now)
+                handle(.probeFoundNoNetwork, in: &state, at: now, into: &effects)
                 apply(state.scheduler.requeue(job: job), in: &state, at: now, into: &effects)
                 return effects
             }
             var effects = apply(state.scheduler.finish(job: job, outcome: outcome), in: &state, at: now, result: result)
             if state.conditions.isOffline, state.conditions.probing, case .failure(let error) = result.result, error.code == .offline {
                 // A fail-fast probe found no network: the probe window closes again.
-                state.conditions.probing = false
-                effects += applyEffectiveLimit(in: &state, at: now)
+                handle(.probeFoundNoNetwork, in: &state, at: now, into: &effects)
             }
-            if state.scheduler.runningJobCount == 0, !state.conditions.rulePaused.isEmpty {
-                apply(state.scheduler.trickle(from: state.conditions.rulePaused.subtracting(state.conditions.userPaused)), in: &state, at: now, into: &effects)
+            if state.scheduler.runningJobCount == 0, !state.conditions.trickling.isEmpty {
+                apply(state.scheduler.trickle(from: state.conditions.trickling), in: &state, at: now, into: &effects)
             }
             return effects
         }
@@ -240,7 +238,7 @@ extension NetworkController {
         telemetry.metrics?.observe(event)
         // Progress is too frequent for NotificationCenter; it stays on `events` and `Ticket.progress`.
         if case .progress = event.detail { return }
-        configuration.notificationCenter?.post(name: event.notificationName, object: self, userInfo: event.userInfo)
+        configuration.observability.notificationCenter?.post(name: event.notificationName, object: self, userInfo: event.userInfo)
     }
 
     func perform(_ effects: [Effect]) {
@@ -261,7 +259,7 @@ extension NetworkController {
             case .resume(let continuation):
                 continuation.resume()
             case .log(let level, let message, let metadata):
-                configuration.logger.log(level: level, message, metadata: metadata)
+                configuration.observability.logger.log(level: level, message, metadata: metadata)
             case .startProbing:
                 startProbing()
             }

@@ -46,8 +46,8 @@ extension NetworkController {
             measurements.pendingChanges += measurements.monitor.handle(event, at: now).map { ($0, now) }
             // The policy sees every event (an adaptive one reacts to RTT, not only to quality).
             _ = measurements.policy.update(from: measurements.monitor, at: now)
-            if configuration.delayablePacing.isOn {
-                let budget = configuration.delayablePacing.budget(bandwidth: measurements.monitor.bandwidth, minimumRTT: measurements.monitor.minimumRTT)
+            if configuration.conditions.delayablePacing.isOn {
+                let budget = configuration.conditions.delayablePacing.budget(bandwidth: measurements.monitor.bandwidth, minimumRTT: measurements.monitor.minimumRTT)
                 pacingBudget.store(budget ?? -1, ordering: .relaxed)
             }
             return measurements.hasChanges
@@ -77,56 +77,38 @@ extension NetworkController {
         for (change, now) in pending {
             guard case .qualityChanged(let old, let new) = change else { continue }
             latest = max(latest, now)
-            state.conditions.quality = new
-            effects.append(.emit(controllerEvent(.qualityChanged(from: old, to: new), at: now), nil))
-            configuration.trace?.quality(new, at: now)
-            if new == .offline {
-                state.conditions.probing = false
-                state.conditions.probeAttempt = 0
-                if state.probeTask == nil, state.runsWork { effects.append(.startProbing) }
-            } else if old == .offline {
-                state.conditions.probing = false
-                state.conditions.probeAttempt = 0
-                if let probe = state.probeTask {
-                    state.probeTask = nil
-                    effects.append(.cancel(probe))
-                }
-            }
-            // Rules: pause and drop on a bad network, resume when it recovers.
             let queued = state.scheduler.queuedJobs.flatMap { job in
                 state.scheduler.waiters(of: job.id).map { QualityRules.Queued(id: $0, priority: job.priority, category: job.category) }
             }
-            let droppable = state.conditions.droppable
-            let changes = state.conditions.rules.changes(from: old, to: new, queued: queued) { droppable.contains($0) }
-            for category in changes.pause.sorted(by: { $0.rawValue < $1.rawValue }) where !state.conditions.rulePaused.contains(category) {
-                state.conditions.rulePaused.insert(category)
-                apply(state.scheduler.pause(category: category), in: &state, at: now, into: &effects)
-                effects.append(.emit(controllerEvent(.categoryPaused(category), at: now), nil))
-            }
-            for category in changes.resume.sorted(by: { $0.rawValue < $1.rawValue }) where state.conditions.rulePaused.contains(category) {
-                state.conditions.rulePaused.remove(category)
-                if !state.conditions.userPaused.contains(category) {
-                    apply(state.scheduler.resume(category: category), in: &state, at: now, into: &effects)
-                }
-                effects.append(.emit(controllerEvent(.categoryResumed(category), at: now), nil))
-            }
-            for ticket in changes.cancel {
-                state.conditions.droppable.remove(ticket)
-                apply(state.scheduler.cancel(ticket), in: &state, at: now, into: &effects)
-            }
+            handle(.qualityChanged(from: old, to: new, queued: queued), in: &state, at: now, into: &effects)
         }
-        state.conditions.policyLimit = policyLimit
-        effects += applyEffectiveLimit(in: &state, at: latest)
+        handle(.policyLimitChanged(policyLimit), in: &state, at: latest, into: &effects)
         return effects
     }
 
-    /// Sets the scheduler's limit to what quality, policy and probing allow.
-    func applyEffectiveLimit(in state: inout State, at now: Duration) -> [Effect] {
-        let limit = state.conditions.effectiveLimit
-        guard limit != state.scheduler.limit else { return [] }
-        var effects = [Effect.emit(controllerEvent(.concurrencyChanged(limit: limit), at: now), nil)]
-        apply(state.scheduler.setLimit(limit), in: &state, at: now, into: &effects)
-        return effects
+    /// Tells the conditions what happened and carries out what they answer,
+    /// in their order.
+    func handle(_ event: ConditionsState.Event, in state: inout State, at now: Duration, into effects: inout [Effect]) {
+        for effect in state.conditions.handle(event) {
+            switch effect {
+            case .announce(let announcement):
+                effects.append(.emit(controllerEvent(announcement.detail, at: now), nil))
+            case .traceQuality(let quality):
+                configuration.observability.trace?.quality(quality, at: now)
+            case .startProbing:
+                if state.probeTask == nil, state.runsWork { effects.append(.startProbing) }
+            case .stopProbing:
+                if let probe = state.probeTask.take() { effects.append(.cancel(probe)) }
+            case .pause(let category):
+                apply(state.scheduler.pause(category: category), in: &state, at: now, into: &effects)
+            case .resume(let category):
+                apply(state.scheduler.resume(category: category), in: &state, at: now, into: &effects)
+            case .drop(let ticket):
+                apply(state.scheduler.cancel(ticket), in: &state, at: now, into: &effects)
+            case .setLimit(let limit):
+                apply(state.scheduler.setLimit(limit), in: &state, at: now, into: &effects)
+            }
+        }
     }
 
     func controllerEvent(_ detail: NetworkEvent.Detail, at now: Duration) -> NetworkEvent {

@@ -27,7 +27,7 @@ extension NetworkController {
 extension NetworkController {
     /// The ranges of a delayable `GET` of `job`, or `nil` when it comes whole.
     func delayableRanges(for request: TransportRequest, priority: Priority, job: Ticket.ID, meter: LinkMeter) -> TransferPipeline.Ranges? {
-        let pacing = configuration.delayablePacing
+        let pacing = configuration.conditions.delayablePacing
         guard priority <= Scheduler.delayable, request.method == .get, request.body == nil, !request.headers.contains("Range"),
               let first = pacing.rangeBytes, pacing.isOn
         else { return nil }

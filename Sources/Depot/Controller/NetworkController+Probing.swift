@@ -8,7 +8,7 @@ extension NetworkController {
     /// (doubling from `probeBackoff.lowerBound` to its upper bound), until an
     /// answer brings the quality back, or the grace of a shutdown ends.
     func startProbing() {
-        let backoff = configuration.probeBackoff
+        let backoff = configuration.conditions.probeBackoff
         let timebase = self.timebase
         let task = Task { [weak self] in
             var delay = backoff.lowerBound
@@ -18,10 +18,8 @@ extension NetworkController {
                 let now = timebase.now()
                 let effects = self.state.withLock { state -> [Effect]? in
                     guard state.conditions.isOffline, state.runsWork else { return nil }
-                    state.conditions.probing = true
-                    state.conditions.probeAttempt += 1
-                    var effects = [Effect.emit(self.controllerEvent(.probing(attempt: state.conditions.probeAttempt), at: now), nil)]
-                    effects += self.applyEffectiveLimit(in: &state, at: now)
+                    var effects: [Effect] = []
+                    self.handle(.probeDue, in: &state, at: now, into: &effects)
                     return effects
                 }
                 guard let effects else { return }

@@ -4,38 +4,6 @@ import Foundation
 extension NetworkController {
     // MARK: - Retries
 
-    /// Asks the interceptors about one attempt, in their documented order:
-    /// the authenticator, the configuration's interceptors, the retry policy.
-    func intercept<Operation: NetworkOperation>(_ attempt: InterceptedAttempt, operation: Operation) async -> InterceptorDecision {
-        let context = interceptorContext()
-        if let authenticator = configuration.authenticator {
-            let decision = await authenticator.intercept(attempt, context: context)
-            guard decision.isProceed else { return decision }
-        }
-        for interceptor in configuration.interceptors {
-            let decision = await interceptor.intercept(attempt, context: context)
-            guard decision.isProceed else { return decision }
-        }
-        return (operation.retryPolicy ?? configuration.retryPolicy).verdict(on: attempt, context: context)
-    }
-
-    /// What interceptors and the authenticator get from this controller.
-    func interceptorContext() -> InterceptorContext {
-        InterceptorContext(
-            now: configuration.currentDate(),
-            logger: configuration.logger,
-            random: { [self] in measurements.withLock { $0.random.next() } },
-            send: { [pipeline, configuration] request throws(DepotError) in
-                do {
-                    let timeout = Timeout.default.capped(at: configuration.longestTransfer)
-                    return try await pipeline.run(request, timeout: timeout) { _ in }.response
-                } catch {
-                    throw DepotError.wrap(error, operation: "token refresh", fallback: .transport)
-                }
-            }
-        )
-    }
-
     /// Whether the retry budget allows a retry after `delay` (and the controller still runs).
     func gateRetry(after delay: Duration) -> RetryDecision {
         let now = timebase.now()
@@ -47,7 +15,7 @@ extension NetworkController {
 
     /// Tells the waiters of `job` that it will be retried.
     func beginBackoff(job: Ticket.ID, attempt: Int, delay: Duration, error: DepotError) {
-        let error = configuration.redaction.error(error)
+        let error = configuration.observability.redaction.error(error)
         let now = timebase.now()
         let effects = state.withLock { state -> [Effect] in
             state.scheduler.waiters(of: job).compactMap { waiter in
@@ -63,7 +31,7 @@ extension NetworkController {
     /// (``Scheduler/rest(job:)``) until ``endRest(job:)``.
     func markBackingOff(job: Ticket.ID, resting: Bool) {
         let effects = state.withLock { state -> [Effect] in
-            state.conditions.backingOff += 1
+            state.backingOff += 1
             guard resting else { return [] }
             let actions = state.scheduler.rest(job: job)
             var effects = actions.isEmpty ? [] : apply(actions, in: &state, at: timebase.now())
@@ -78,7 +46,7 @@ extension NetworkController {
     /// retry goes out. It no longer counts as backing off until it sleeps again.
     func endRest(job: Ticket.ID) {
         state.withLock { state in
-            state.conditions.backingOff -= 1
+            state.backingOff -= 1
             state.scheduler.wake(job: job)
         }
     }
@@ -99,11 +67,11 @@ extension NetworkController {
     func endBackoff(job: Ticket.ID, nextAttempt: Int) {
         let now = timebase.now()
         let effects = state.withLock { state -> [Effect] in
-            state.conditions.backingOff -= 1
+            state.backingOff -= 1
             state.scheduler.wake(job: job)
             return state.scheduler.waiters(of: job).compactMap { waiter in
                 guard let ticket = state.records[waiter]?.ticket else { return nil }
-                configuration.trace?.started(waiter, at: now)
+                configuration.observability.trace?.started(waiter, at: now)
                 return emit(ticket, .started(attempt: nextAttempt), at: now)
             }
         }
@@ -143,5 +111,25 @@ extension Result where Success == NetworkResponse, Failure == DepotError {
         case .success(let response): return response.status
         case .failure(let error): return error.status
         }
+    }
+}
+
+/// The controller's side of every job's attempts.
+extension NetworkController: AttemptHost {
+    /// What interceptors and the authenticator get from this controller.
+    func interceptorContext() -> InterceptorContext {
+        InterceptorContext(
+            now: configuration.environment.date(),
+            logger: configuration.observability.logger,
+            random: { [self] in measurements.withLock { $0.random.next() } },
+            send: { [pipeline, configuration] request throws(DepotError) in
+                do {
+                    let timeout = Timeout.default.capped(at: configuration.limits.longestTransfer)
+                    return try await pipeline.run(request, timeout: timeout) { _ in }.response
+                } catch {
+                    throw DepotError.wrap(error, operation: "token refresh", fallback: .transport)
+                }
+            }
+        )
     }
 }

@@ -241,11 +241,11 @@ struct HeaderFieldsInjector: Injector {
     }
 }
 
-extension NetworkController {
+extension Telemetry {
     /// Starts the span of one attempt's transfer and injects its context into
     /// `request`'s headers; `nil` without a tracer.
     func startSpan(operation name: String, request: inout TransportRequest, attempt: Int, parent: ServiceContext?) -> AttemptSpan? {
-        guard let tracer = telemetry.tracer else { return nil }
+        guard let tracer else { return nil }
         let method = request.method.rawValue
         let span = tracer.startSpan(method, context: parent ?? .topLevel, ofKind: .client)
         let url = request.url

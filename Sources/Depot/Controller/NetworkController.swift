@@ -70,6 +70,8 @@ public final class NetworkController: Sendable {
         var records: [Ticket.ID: TicketRecord] = [:]
         /// Jobs from their start action until they end (or go back to the queue).
         var running: [Ticket.ID: RunningJob] = [:]
+        /// Jobs sleeping between attempts (a retry's backoff).
+        var backingOff = 0
         var isShutDown = false
         /// From `shutdown(grace:)` until its grace ends: work admitted during
         /// the grace (an outbox's next send) may still be queued.
@@ -111,14 +113,14 @@ public final class NetworkController: Sendable {
     }
 
     private static let ticketCounter = Atomic<UInt64>(0)
-    /// Body bytes received by every transfer of this controller (see ``LinkMeter``).
-    let linkBytes = LinkMeter.Counter()
     /// The delayable pacing budget in bytes, from the last measurement; -1
     /// while unknown (see ``DelayablePacing``). Read on every chunk of a
     /// delayable job, so it is an atomic and not under a lock.
     let pacingBudget = Atomic<Int64>(-1)
     /// Metrics and spans through the standard packages, when a backend is configured.
     let telemetry: Telemetry
+    /// Runs each job's attempts; this controller is its ``AttemptHost``.
+    let attempts: AttemptLoop
 
     /// Makes a controller.
     public init(configuration: Configuration = Configuration()) {
@@ -127,23 +129,26 @@ public final class NetworkController: Sendable {
         configuration.baseURL = configuration.baseURL?.appendingSlashIfNeeded()
         self.configuration = configuration
         self.base = configuration.baseURL.map { BaseURL($0) }
-        let timebase = Timebase(configuration.clock)
+        let timebase = Timebase(configuration.environment.clock)
         self.timebase = timebase
-        self.hub = EventHub(bufferSize: configuration.eventBufferSize)
-        self.pipeline = TransferPipeline(
+        self.hub = EventHub(bufferSize: configuration.observability.eventBufferSize)
+        let pipeline = TransferPipeline(
             transport: configuration.transport,
             timebase: timebase,
-            maximumBodySize: configuration.maximumBodySize,
-            redirectLimit: configuration.redirectLimit,
+            maximumBodySize: configuration.limits.maximumBodySize,
+            redirectLimit: configuration.limits.redirects,
             watch: DeadlineWatch(timebase: timebase),
-            redaction: configuration.redaction
+            redaction: configuration.observability.redaction
         )
         let measurements = Measurements(configuration: configuration)
-        let conditions = ConditionsState(configuration: configuration, measurements: measurements)
-        configuration.trace?.quality(conditions.quality, at: .zero)
-        self.telemetry = Telemetry(factory: configuration.metricsFactory, tracer: configuration.tracer, quality: conditions.quality, limit: conditions.effectiveLimit)
+        let conditions = ConditionsState(quality: measurements.monitor.quality, policyLimit: measurements.policy.limit, rules: configuration.conditions.rules)
+        configuration.observability.trace?.quality(conditions.quality, at: .zero)
+        let telemetry = Telemetry(factory: configuration.observability.metricsFactory, tracer: configuration.observability.tracer, quality: conditions.quality, limit: conditions.effectiveLimit)
+        self.pipeline = pipeline
+        self.telemetry = telemetry
+        self.attempts = AttemptLoop(configuration: configuration, pipeline: pipeline, timebase: timebase, telemetry: telemetry, linkBytes: LinkMeter.Counter())
         self.measurements = Mutex(measurements)
-        self.state = Mutex(State(scheduler: Scheduler(limit: conditions.effectiveLimit, pacesDelayable: configuration.delayablePacing.isOn), conditions: conditions))
+        self.state = Mutex(State(scheduler: Scheduler(limit: conditions.effectiveLimit, pacesDelayable: configuration.conditions.delayablePacing.isOn), conditions: conditions))
         configuration.authenticator?.attach(self)
     }
 
@@ -307,7 +312,7 @@ public final class NetworkController: Sendable {
             url = try request.resolvedURL(base: base)
         } catch {
             // After shutdown every operation fails the same way, a malformed one too.
-            let failure = isShutDown ? DepotError(.shutDown, operation: name) : configuration.redaction.error(error.named(name))
+            let failure = isShutDown ? DepotError(.shutDown, operation: name) : configuration.observability.redaction.error(error.named(name))
             rejectAtOnce(ticket, priority: operation.priority, category: operation.category, deliver: deliver, error: failure, at: now)
             return ticket
         }
@@ -322,7 +327,7 @@ public final class NetworkController: Sendable {
         let traceParent = telemetry.parentContext()
         let runner: JobRunner = { [weak self] environment in
             guard let self else { return JobResult(result: .failure(DepotError(.shutDown, operation: name))) }
-            return await self.execute(operation, name: name, request: request, url: url, environment: environment, traceParent: traceParent)
+            return await self.attempts.run(operation, name: name, request: request, url: url, environment: environment, traceParent: traceParent, host: self)
         }
         let record = TicketRecord(ticket: ticket, priority: operation.priority, enqueuedAt: now, runner: runner, deliver: deliver)
         let isDroppable = operation.isDroppable
@@ -347,16 +352,16 @@ public final class NetworkController: Sendable {
             }
             state.records[id] = record
             effects.append(emit(ticket, .enqueued(priority: entry.priority, category: entry.category), at: now))
-            configuration.trace?.enqueued(id, name: configuration.redaction.text(name), priority: entry.priority, category: entry.category, at: now)
+            configuration.observability.trace?.enqueued(id, name: configuration.observability.redaction.text(name), priority: entry.priority, category: entry.category, at: now)
             let quality = state.conditions.quality
             if isDroppable {
                 // Work that a bad network would drop is not even queued on one.
-                if state.conditions.rules.drops(entry.priority, at: quality) {
+                if state.conditions.drops(entry.priority) {
                     state.records[id] = nil
                     resolve(record, .failure(DepotError(.cancelled, operation: name, detail: "dropped: the network is \(quality)")), outcome: .cancelled, at: now, in: &state, into: &effects)
                     return
                 }
-                state.conditions.droppable.insert(id)
+                handle(.droppableQueued(id), in: &state, at: now, into: &effects)
             }
             if quality == .offline, offlineBehavior == .failFast {
                 guard state.scheduler.isIdle, !state.scheduler.paused.contains(entry.category) else {
@@ -368,8 +373,7 @@ public final class NetworkController: Sendable {
                 }
                 // Nothing queued could ever probe: an app of fail-fast operations would
                 // stay offline for good. This operation is the probe; it runs alone.
-                state.conditions.probing = true
-                effects += applyEffectiveLimit(in: &state, at: now)
+                handle(.failFastProbeAdmitted, in: &state, at: now, into: &effects)
             }
             apply(state.scheduler.enqueue(entry), in: &state, at: now, immediate: startsImmediately ? id : nil, into: &effects)
         }

@@ -120,7 +120,7 @@ public struct InterceptorDecision: Sendable {
 /// What the controller lends an interceptor: the wall clock, random numbers
 /// for jitter, the logger.
 public struct InterceptorContext: Sendable {
-    /// The controller's wall clock now (``NetworkController/Configuration/currentDate``).
+    /// The controller's wall clock now (``DepotEnvironment/date``).
     public var now: Date
     /// The controller's logger.
     public var logger: Logger
@@ -144,7 +144,7 @@ public struct InterceptorContext: Sendable {
     }
 
     /// Random numbers for jitter: the controller's, seeded when
-    /// ``NetworkController/Configuration/jitterSeed`` is set, so that tests repeat.
+    /// ``DepotEnvironment/seed`` is set, so that tests repeat.
     public var random: RandomNumbers { RandomNumbers(next: randomSource) }
 
     /// A generator backed by the controller's random numbers.

@@ -2,7 +2,7 @@ import Foundation
 
 // Every notification Depot posts is declared in this file.
 //
-// Each is posted on the controller's `Configuration.notificationCenter`
+// Each is posted on the controller's `Configuration.observability.notificationCenter`
 // (`NotificationCenter.default` unless you choose another), with the
 // controller as its object (so an observer can follow one controller) and
 // this userInfo:

@@ -91,7 +91,7 @@ public struct HeaderFields: Sendable, Hashable, Sequence, ExpressibleByDictionar
 
     /// The fields as text with the secret values of ``Redaction/default`` replaced
     /// by `<redacted>`, for logs. A controller logs with its own
-    /// ``NetworkController/Configuration/redaction``.
+    /// ``NetworkController/Configuration/Observability/redaction``.
     public var description: String {
         Redaction.default.headers(self)
     }

@@ -36,7 +36,7 @@ public struct OperationContext: Sendable {
     public let ticket: Ticket.ID
     /// Which attempt this is, starting at 1.
     public let attempt: Int
-    /// The controller's wall clock (``NetworkController/Configuration/currentDate``)
+    /// The controller's wall clock (``DepotEnvironment/date``)
     /// when this attempt began: use it instead of `Date()`, so tests control it.
     public let now: Date
     /// A logger with the operation's metadata (`depot.ticket`, `depot.operation`) attached.

@@ -22,7 +22,7 @@ public struct Timeout: Sendable, Hashable {
     /// default, with a total limit so that a server that drips one byte at a
     /// time cannot hold an operation for hours. An operation that downloads
     /// something big sets its own (`Timeout(idle: .seconds(60), total: nil)`
-    /// for none); ``NetworkController/Configuration/longestTransfer`` caps
+    /// for none); ``NetworkController/Configuration/Limits/longestTransfer`` caps
     /// every operation's.
     public static let `default` = Timeout(idle: .seconds(60), total: .seconds(300))
 

@@ -3,7 +3,7 @@ import Foundation
 /// Which header values and URL query parameters are secrets, and how to write
 /// headers, URLs and messages with those secrets replaced by `<redacted>`.
 ///
-/// A controller applies its ``NetworkController/Configuration/redaction`` to
+/// A controller applies its ``NetworkController/Configuration/Observability/redaction`` to
 /// everything it writes out: log lines, the ``DepotError``s it reports (and so
 /// its events and notifications), and the operation names in its ``Trace``.
 /// A redirect to another origin drops every secret header, whatever the list.
@@ -80,7 +80,7 @@ public struct Redaction: Sendable, Hashable {
     /// The usual secrets: credentials and cookies in headers, and tokens, keys,
     /// signatures and passwords in queries (see ``init(headerNames:headerNameFragments:queryParameters:)``).
     ///
-    /// For example: `NetworkController.Configuration(redaction: .default)`.
+    /// For example: `NetworkController.Configuration(observability: .init(redaction: .default))`.
     public static let `default` = Redaction()
 
     /// Whether a header's value is a secret.

@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// ```swift
 /// let recorder = TraceRecorder()
-/// let controller = NetworkController(configuration: .init(baseURL: api, trace: recorder))
+/// let controller = NetworkController(configuration: .init(baseURL: api, observability: .init(trace: recorder)))
 /// _ = try await controller.perform(FetchTimeline())
 /// let svg = recorder.trace().svg()   // the waterfall of what ran
 /// ```

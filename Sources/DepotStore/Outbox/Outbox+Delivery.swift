@@ -111,7 +111,7 @@ extension Outbox {
                 state.withLock { _ = $0.pausing.insert(lane) }
                 let slept: Bool
                 do {
-                    try await controller.configuration.clock.sleep(for: delay)
+                    try await controller.configuration.environment.clock.sleep(for: delay)
                     slept = true
                 } catch {
                     slept = false

@@ -61,7 +61,7 @@ extension NetworkController {
         // invalidation, an auto-refresh): through the paged results, so the
         // list starts again from page one and its paging state follows.
         let owner = PagedResultsOwner<Record>()
-        let status = SyncStatus(key: PageFetch(endpoint: endpoint, page: first, position: endpoint.firstPage, index: 0).cacheKey, store: store, clock: configuration.clock, policy: policy, events: { [weak self] in
+        let status = SyncStatus(key: PageFetch(endpoint: endpoint, page: first, position: endpoint.firstPage, index: 0).cacheKey, store: store, clock: configuration.environment.clock, policy: policy, events: { [weak self] in
             self?.events() ?? DepotStream(AsyncStream { $0.finish() })
         }) { _ async throws(DepotError) in
             await owner.refresh()

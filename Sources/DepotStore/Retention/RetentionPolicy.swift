@@ -64,7 +64,7 @@ public struct RetentionRule: Sendable, Hashable, CustomStringConvertible {
     let kind: Kind
 
     /// Keeps the rows whose `column` date is at most `age` old (by the
-    /// store's `currentDate`); older ones go.
+    /// store's environment's `date`); older ones go.
     ///
     /// For example: `.maxAge(.seconds(7 * 86_400), by: "fetchedAt")`.
     public static func maxAge(_ age: Duration, by column: String) -> RetentionRule {

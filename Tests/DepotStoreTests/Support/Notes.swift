@@ -69,12 +69,13 @@ extension Store {
 func withNoteStore<T>(
     retention: Retention?,
     date: ManualDate = ManualDate(),
+    clock: any Clock<Duration> = ContinuousClock(),
     isolation: isolated (any Actor)? = #isolation,
     _ body: (Store) async throws -> T
 ) async throws -> T {
     let folder = try temporaryFolder()
     defer { try? FileManager.default.removeItem(at: folder) }
-    let store = try Store(path: folder.appending(path: "cache.sqlite").path, migrator: Note.migrator, retention: retention, currentDate: date.provider)
+    let store = try Store(path: folder.appending(path: "cache.sqlite").path, migrator: Note.migrator, retention: retention, environment: .init(date: date.provider))
     // The launch eviction of an empty table: let it end before the test writes.
     await store.evictionIdle()
     return try await body(store)

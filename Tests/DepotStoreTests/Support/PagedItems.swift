@@ -106,7 +106,7 @@ struct PagingSetup {
     }
 
     func controller(_ baseURL: URL, store: Store) -> NetworkController {
-        var configuration = NetworkController.Configuration(baseURL: baseURL, transport: AsyncHTTPClientTransport(), notificationCenter: nil)
+        var configuration = NetworkController.Configuration(baseURL: baseURL, transport: AsyncHTTPClientTransport(), observability: .init(notificationCenter: nil))
         configuration.store = store
         return NetworkController(configuration: configuration)
     }

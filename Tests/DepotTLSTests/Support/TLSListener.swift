@@ -72,7 +72,7 @@ struct FetchGreeting: NetworkOperation {
 /// Fetches ``TLSListener/greeting`` from `baseURL` through `transport`, with a
 /// controller of its own that it shuts down (with the transport) afterwards.
 func fetchGreeting(from baseURL: URL, through transport: any Transport) async throws(DepotError) -> String {
-    let controller = NetworkController(configuration: .init(baseURL: baseURL, transport: transport, notificationCenter: nil))
+    let controller = NetworkController(configuration: .init(baseURL: baseURL, transport: transport, observability: .init(notificationCenter: nil)))
     do throws(DepotError) {
         let text = try await controller.perform(FetchGreeting())
         _ = await controller.shutdown(grace: .zero)

@@ -37,7 +37,7 @@ func withController<T>(
     configure: (inout NetworkController.Configuration) -> Void = { _ in },
     _ body: (NetworkController) async throws -> T
 ) async throws -> T {
-    var configuration = NetworkController.Configuration(baseURL: baseURL, transport: transport, notificationCenter: nil)
+    var configuration = NetworkController.Configuration(baseURL: baseURL, transport: transport, observability: .init(notificationCenter: nil))
     configure(&configuration)
     let controller = NetworkController(configuration: configuration)
     do {

@@ -11,7 +11,7 @@ enum DocCommentExamples {
     static func showLowBandwidthHint() {}
 
     static func concurrencyPolicy(api: URL) -> NetworkController {
-        let controller = NetworkController(configuration: .init(baseURL: api, concurrencyPolicy: .adaptive()))
+        let controller = NetworkController(configuration: .init(baseURL: api, limits: .init(concurrency: .adaptive())))
         return controller
     }
 
@@ -22,7 +22,7 @@ enum DocCommentExamples {
 
     static func connectionMonitor(api: URL) -> NetworkController {
         var configuration = NetworkController.Configuration(baseURL: api)
-        configuration.monitor.samplesToChange = 5
+        configuration.conditions.monitor.samplesToChange = 5
         let controller = NetworkController(configuration: configuration)
         if controller.quality <= .poor { showLowBandwidthHint() }
         return controller
@@ -30,19 +30,19 @@ enum DocCommentExamples {
 
     static func thresholds(api: URL) -> NetworkController.Configuration {
         var configuration = NetworkController.Configuration(baseURL: api)
-        configuration.monitor.thresholds = .init(moderate: 300_000, good: 1_000_000, excellent: 5_000_000)
+        configuration.conditions.monitor.thresholds = .init(moderate: 300_000, good: 1_000_000, excellent: 5_000_000)
         return configuration
     }
 
     static func qualityRules(api: URL) -> NetworkController.Configuration {
         var configuration = NetworkController.Configuration(baseURL: api)
-        configuration.qualityRules = QualityRules(threshold: .moderate, pausedCategories: [.images], dropPriorityAtMost: nil)
+        configuration.conditions.rules = QualityRules(threshold: .moderate, pausedCategories: [.images], dropPriorityAtMost: nil)
         return configuration
     }
 
     static func retryBudget(api: URL) -> NetworkController.Configuration {
         var configuration = NetworkController.Configuration(baseURL: api)
-        configuration.retryBudget = RetryBudget(capacity: 20, depositPerSuccess: 0.2)
+        configuration.retries.budget = RetryBudget(capacity: 20, depositPerSuccess: 0.2)
         return configuration
     }
 
@@ -56,9 +56,9 @@ enum DocCommentExamples {
 
     static func delayablePacing(base: URL) -> NetworkController.Configuration {
         var configuration = NetworkController.Configuration(baseURL: base)
-        configuration.delayablePacing = .bandwidthDelay(roundTrips: 1)   // tighter than the default
-        configuration.delayablePacing = .bandwidthDelay(roundTrips: 2, rangeBytes: nil)   // whole responses
-        configuration.delayablePacing = .off                             // every delayable transfer starts at once
+        configuration.conditions.delayablePacing = .bandwidthDelay(roundTrips: 1)   // tighter than the default
+        configuration.conditions.delayablePacing = .bandwidthDelay(roundTrips: 2, rangeBytes: nil)   // whole responses
+        configuration.conditions.delayablePacing = .off                             // every delayable transfer starts at once
         return configuration
     }
 

@@ -49,7 +49,7 @@ enum GettingStartedExamples {
                 DefaultHeaders(["Accept": "application/json"]),
                 Credentials.basic(username: "ann", password: "secret", for: URL(string: "https://crm.example.com")!),
             ],
-            concurrencyPolicy: .fixed(4)
+            limits: .init(concurrency: .fixed(4))
         ))
         return controller
     }

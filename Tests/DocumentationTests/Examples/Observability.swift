@@ -21,8 +21,8 @@ enum ObservabilityExamples {
         let metrics = TestMetrics()
         let tracer = InMemoryTracer()
         var configuration = NetworkController.Configuration(transport: FileTransport())
-        configuration.metricsFactory = metrics
-        configuration.tracer = tracer
+        configuration.observability.metricsFactory = metrics
+        configuration.observability.tracer = tracer
         let controller = NetworkController(configuration: configuration)
 
         _ = try await controller.perform(FetchContactsFile(url: fixtureURL))

@@ -16,7 +16,7 @@ enum OfflineBehaviorExamples {
 
     static func trace(api: URL, url: URL) throws {
         let recorder = TraceRecorder()
-        let controller = NetworkController(configuration: .init(baseURL: api, trace: recorder))
+        let controller = NetworkController(configuration: .init(baseURL: api, observability: .init(trace: recorder)))
         // Run the app's work, then:
         try recorder.svg().write(to: url, atomically: true, encoding: .utf8)
         _ = controller
@@ -27,7 +27,7 @@ enum OfflineBehaviorExamples {
         let simulator = NetworkSimulator(clock: clock, link: .init(bandwidth: 20_000_000, rtt: .milliseconds(50)),
                                          routes: [.init(path: "/image/*", bytes: 30_000)],
                                          timeline: [.bandwidth(100_000, at: .seconds(5))])
-        let controller = NetworkController(configuration: .init(transport: simulator, clock: clock))
+        let controller = NetworkController(configuration: .init(transport: simulator, environment: .init(clock: clock)))
         // enqueue work, then:
         try await simulator.run(until: { controller.quality == .poor }, settled: simulator.settled(with: controller))
     }

@@ -84,7 +84,7 @@ enum TestingYourOperationsExamples {
             link: .init(bandwidth: 1_000_000, rtt: .milliseconds(100)),     // 1 Mbit/s, 100 ms
             routes: [NetworkSimulator.Route(path: "/contacts", body: contactsJSON)
                 .failing(1, with: .status(503, headers: ["Retry-After": "2"]))])
-        let controller = NetworkController(configuration: .init(baseURL: api, transport: simulator, clock: clock))
+        let controller = NetworkController(configuration: .init(baseURL: api, transport: simulator, environment: .init(clock: clock)))
 
         let ticket = controller.enqueue(FetchContacts())
         try await simulator.run(until: { ticket.isFinished }, settled: simulator.settled(with: controller))
@@ -96,7 +96,7 @@ enum TestingYourOperationsExamples {
 
     @Test func theGraceEndsOnTheTestsClock() async {
         let clock = ManualClock()
-        let controller = NetworkController(configuration: .init(baseURL: api, transport: NeverAnswers(), clock: clock))
+        let controller = NetworkController(configuration: .init(baseURL: api, transport: NeverAnswers(), environment: .init(clock: clock)))
         controller.enqueue(PublishPost(text: "hi"))     // .finish, and this server never answers
         let shutdown = Task { await controller.shutdown(grace: .seconds(5)) }
         await clock.sleepers(atLeast: 2)             // the post's timeout and the grace period

@@ -121,7 +121,7 @@ enum YourFirstCachedListExamples {
     @Test func theListSurvivesAnOfflineRestart() async throws {
         let transport = FixtureTransport(["/contacts": .data(twoContacts)])
         let date = ManualDate()
-        try await StoreFixtures.withStore(migrator: .contacts, currentDate: date.provider) { store in
+        try await StoreFixtures.withStore(migrator: .contacts, environment: .init(date: date.provider)) { store in
             // Given a first launch that synced two contacts, and quit
             let first = NetworkController(configuration: .init(baseURL: server, transport: transport), store: store)
             _ = try await first.perform(SyncContacts())
@@ -131,8 +131,8 @@ enum YourFirstCachedListExamples {
             // When the app starts again an hour later, with no network
             date.advance(by: 3600)
             transport.isOffline = true
-            let reopened = try Store(path: try #require(store.path), migrator: .contacts, currentDate: date.provider)
-            let second = NetworkController(configuration: .init(baseURL: server, transport: transport, clock: ManualClock()), store: reopened)
+            let reopened = try Store(path: try #require(store.path), migrator: .contacts, environment: .init(date: date.provider))
+            let second = NetworkController(configuration: .init(baseURL: server, transport: transport, environment: .init(clock: ManualClock())), store: reopened)
             let contacts = try second.results(for: CachedContact.order(Column("name")), refreshing: SyncContacts())
             let status = try #require(contacts.syncStatus)
             let screen = ContactsScreen(contacts: contacts)

@@ -3,7 +3,7 @@ import Foundation
 /// Streamed bodies: the controller is generic over `NetworkOperation`, and an
 /// operation opts in by also being a ``StreamingNetworkOperation``, found with
 /// a cast and opened here.
-extension NetworkController {
+extension AttemptLoop {
     /// How the pipeline asks `operation` for a sink, or `nil` when it does not
     /// stream (then the context is never made).
     func bodySinkChooser<Operation: NetworkOperation>(for operation: Operation, context: @autoclosure () -> OperationContext) -> TransferPipeline.SinkChooser? {
