@@ -20,6 +20,10 @@ import DequeModule
 ///
 /// A *ticket* is one caller's request; a *job* is one transfer, shared by the
 /// tickets that coalesced into it. A job's id is the id of the ticket that made it.
+///
+/// This file holds the core (tickets, jobs, the events that add and end them,
+/// the limit, `pump`); each policy has a file of its own: `Scheduler+Queues`,
+/// `+Dependencies`, `+Delayable` and `+CredentialHolds`.
 struct Scheduler: Sendable {
     typealias ID = Ticket.ID
 
@@ -69,12 +73,12 @@ struct Scheduler: Sendable {
         case promoted(job: ID, from: Priority, to: Priority)
     }
 
-    private enum TicketState: Sendable {
+    enum TicketState: Sendable {
         case blocked(Entry, remaining: Set<ID>)
         case waiting(job: ID)
     }
 
-    private struct Job: Sendable {
+    struct Job: Sendable {
         var priority: Priority
         var category: OperationCategory
         var key: String?
@@ -114,44 +118,44 @@ struct Scheduler: Sendable {
 
     }
 
-    private var tickets: [ID: TicketState] = [:]
-    private var jobs: [ID: Job] = [:]
+    var tickets: [ID: TicketState] = [:]
+    var jobs: [ID: Job] = [:]
     /// One FIFO per priority; entries whose job is gone or re-prioritised are skipped lazily.
-    private var queues: [Deque<ID>] = Array(repeating: [], count: Priority.allCases.count)
-    private var byKey: [String: ID] = [:]
-    private var dependents: [ID: [ID]] = [:]
+    var queues: [Deque<ID>] = Array(repeating: [], count: Priority.allCases.count)
+    var byKey: [String: ID] = [:]
+    var dependents: [ID: [ID]] = [:]
     private(set) var running: Set<ID> = []
     /// How many of `running` are at a delayable priority: kept with `running`
     /// (`markRunning`, `markStopped`, promotion) so that the mix needs no scan.
-    private(set) var runningDelayableJobCount = 0
+    var runningDelayableJobCount = 0
     /// Running delayable jobs that may still bring more than the pacing budget,
     /// and running urgent jobs (see ``paceDelayable``): until ``drained(job:)``
     /// says a delayable job's remaining bytes fit in it, or until an urgent
     /// job stops, no delayable job starts.
-    private(set) var heavy: Set<ID> = []
+    var heavy: Set<ID> = []
     /// Whether delayable jobs start one after another (``DelayablePacing``):
     /// one at a time, each waiting until the one before it has at most the
     /// budget's bytes still to come. Bytes that low-priority work already has
     /// in flight sit in the bottleneck's queue ahead of anything urgent.
-    private(set) var paceDelayable = false
+    var paceDelayable = false
     /// Running jobs started by ``trickle(from:)``: they take no slot, so work
     /// that arrives while one trickles starts beside it instead of behind it.
-    private(set) var trickling: Set<ID> = []
+    var trickling: Set<ID> = []
     /// Running jobs sleeping before a retry (``rest(job:)``): they hold no
     /// delayable work back until ``wake(job:)``.
-    private(set) var resting: Set<ID> = []
-    private(set) var paused: Set<OperationCategory> = []
+    var resting: Set<ID> = []
+    var paused: Set<OperationCategory> = []
     /// Jobs out of the queues until ``releaseHeld()``, oldest first (ids of
     /// jobs since cancelled are skipped when released).
-    private var held: [ID] = []
+    var held: [ID] = []
     private(set) var limit: Int
     private(set) var isShuttingDown = false
     /// Tickets being cancelled together by `cancelMany`.
-    private var cancelling: Set<ID> = []
+    var cancelling: Set<ID> = []
     /// The actions of the event being handled. Each event starts it afresh
     /// (`begin`) and returns it; once the caller has dropped the returned
     /// array, the next event reuses its storage instead of allocating.
-    private var out: [Action] = []
+    var out: [Action] = []
 
     init(limit: Int, pacesDelayable: Bool = false) {
         self.limit = max(0, limit)
@@ -254,139 +258,12 @@ struct Scheduler: Sendable {
         cancelMany(Array(tickets.keys))
     }
 
-    /// Queued jobs in `category` stop starting. Running ones go on.
-    mutating func pause(category: OperationCategory) -> [Action] {
-        paused.insert(category)
-        return []
-    }
-
-    /// Jobs in `category` may start again.
-    mutating func resume(category: OperationCategory) -> [Action] {
-        paused.remove(category)
-        // A job that trickled out of this category now runs as any other: it holds its slot.
-        trickling = trickling.filter { jobs[$0]?.category != category }
-        begin()
-        pump()
-        return out
-    }
-
-    /// Turns delayable pacing on or off; off, delayable jobs start whenever
-    /// ``delayableRoom`` allows, as before pacing existed.
-    mutating func setPacing(_ on: Bool) -> [Action] {
-        paceDelayable = on
-        begin()
-        pump()
-        return out
-    }
-
-    /// A running delayable job has at most the pacing budget's bytes still to
-    /// come: delayable jobs may start again. A no-op for any other job (an
-    /// urgent job holds delayable work back until it stops).
-    mutating func drained(job id: ID) -> [Action] {
-        guard let job = jobs[id], job.priority < Self.urgent, heavy.remove(id) != nil else { return [] }
-        begin()
-        pump()
-        return out
-    }
-
-    /// Whether a running job still holds back other delayable work under pacing.
-    func isHeavy(_ job: ID) -> Bool { heavy.contains(job) }
-
-    /// A running job sleeps before its next attempt (a retry's backoff, perhaps
-    /// a long `Retry-After`): it sends and receives nothing meanwhile, so it
-    /// holds no delayable work back and pauses no byte ranges.
-    mutating func rest(job id: ID) -> [Action] {
-        guard running.contains(id), resting.insert(id).inserted, heavy.remove(id) != nil else { return [] }
-        begin()
-        pump()
-        return out
-    }
-
-    /// The job's next attempt begins: under pacing it holds delayable work back
-    /// again, as a job that starts does. Delayable work that started while it
-    /// slept goes on (its ranges wait, if it is ranged).
-    mutating func wake(job id: ID) {
-        guard resting.remove(id) != nil, running.contains(id), let job = jobs[id] else { return }
-        if job.priority <= Self.delayable || job.priority >= Self.urgent { heavy.insert(id) }
-    }
-
-    /// Whether a running delayable job may ask for its download's next byte
-    /// range: no other urgent job runs (see ``DelayablePacing``). A job that is
-    /// no longer delayable, or no longer known, never waits.
-    func mayContinueRanges(of id: ID) -> Bool {
-        guard let job = jobs[id], job.priority <= Self.delayable else { return true }
-        return !running.contains { $0 != id && !resting.contains($0) && (jobs[$0]?.priority ?? .low) >= Self.urgent }
-    }
-
     /// Changes how many jobs may run at once. Lowering it stops nothing that runs.
     mutating func setLimit(_ newLimit: Int) -> [Action] {
         limit = max(0, newLimit)
         begin()
         pump()
         return out
-    }
-
-    /// Puts a running job back at the tail of its priority's queue, its tickets
-    /// still waiting: the transfer found no network and will run again when the
-    /// limit allows. A job nobody waits for any more ends as cancelled instead.
-    ///
-    /// The tail, so that offline probes take turns: at the head, a job whose
-    /// host alone refuses connections would be every probe's pick, and work for
-    /// reachable hosts behind it would never run.
-    ///
-    /// With `holding`, the job waits out of the queues until ``releaseHeld()``
-    /// (it needs credentials that are not there), holding no slot.
-    mutating func requeue(job id: ID, holding: Bool = false) -> [Action] {
-        if let job = jobs[id], running.contains(id) {
-            guard !job.waiters.isEmpty else { return finish(job: id, outcome: .cancelled) }
-            markStopped(id, priority: job.priority)
-            if holding {
-                held.append(id)
-            } else {
-                queues[job.priority.rawValue].append(id)
-            }
-        }
-        begin()
-        pump()
-        return out
-    }
-
-    /// Puts every held job back in its queue, oldest first.
-    mutating func releaseHeld() -> [Action] {
-        let released = held
-        held.removeAll()
-        for id in released {
-            guard let job = jobs[id], !running.contains(id) else { continue }
-            queues[job.priority.rawValue].append(id)
-        }
-        begin()
-        pump()
-        return out
-    }
-
-    /// How many jobs wait for ``releaseHeld()``.
-    var heldJobCount: Int { held.reduce(0) { $0 + (jobs[$1] != nil ? 1 : 0) } }
-
-    /// Starts the oldest, most urgent queued job of `categories` even though they
-    /// are paused, when nothing runs and nothing else can start: on a network too
-    /// poor for images, images still trickle one at a time when they are all
-    /// that is left, and each one measures the network again.
-    mutating func trickle(from categories: Set<OperationCategory>) -> [Action] {
-        guard running.isEmpty, limit > 0, !categories.isEmpty else { return [] }
-        for priority in Priority.allCases.reversed() {
-            let index = priority.rawValue
-            guard let position = queues[index].firstIndex(where: { id in
-                guard let job = jobs[id], isLive(id, at: priority) else { return false }
-                return categories.contains(job.category)
-            }) else { continue }
-            let id = queues[index].remove(at: position)
-            markRunning(id, priority: priority)
-            trickling.insert(id)
-            begin()
-            out.append(.start(job: id))
-            return out
-        }
-        return []
     }
 
     /// Cancels every ticket whose exit policy is `.cancel`. `.finish` tickets go on.
@@ -406,7 +283,7 @@ struct Scheduler: Sendable {
     // MARK: Internals
 
     /// Starts the actions of a new event.
-    private mutating func begin() {
+    mutating func begin() {
         out.removeAll(keepingCapacity: true)
     }
 
@@ -448,71 +325,7 @@ struct Scheduler: Sendable {
         settle(id, outcome: .cancelled)
     }
 
-    /// A ticket resolved: release or fail the tickets that depend on it.
-    private mutating func settle(_ id: ID, outcome: Outcome) {
-        guard let waiting = dependents.removeValue(forKey: id) else { return }
-        for dependent in waiting where !cancelling.contains(dependent) {
-            guard case .blocked(let entry, var remaining) = tickets[dependent] else { continue }
-            if outcome == .succeeded {
-                remaining.remove(id)
-                if remaining.isEmpty {
-                    tickets[dependent] = nil
-                    admit(entry)
-                } else {
-                    tickets[dependent] = .blocked(entry, remaining: remaining)
-                }
-            } else {
-                tickets[dependent] = nil
-                for other in remaining where other != id { dependents[other]?.removeAll { $0 == dependent } }
-                out.append(.dependencyFailed(dependent, cause: id))
-                settle(dependent, outcome: .failed)
-            }
-        }
-    }
-
-    /// A ready ticket joins a matching job or makes a new queued one.
-    private mutating func admit(_ entry: Entry) {
-        if let key = entry.coalescingKey, let jobID = byKey[key], var job = jobs[jobID] {
-            job.add(entry)
-            tickets[entry.id] = .waiting(job: jobID)
-            out.append(.coalesced(entry.id, into: jobID))
-            if entry.priority > job.priority {
-                out.append(.promoted(job: jobID, from: job.priority, to: entry.priority))
-                let isRunning = running.contains(jobID)
-                if isRunning, job.priority <= Self.delayable, entry.priority > Self.delayable {
-                    runningDelayableJobCount -= 1
-                    // Urgent now, it goes on holding delayable work back until drained.
-                    if entry.priority < Self.urgent { heavy.remove(jobID) }
-                }
-                job.priority = entry.priority
-                if !isRunning, !held.contains(jobID) { queues[entry.priority.rawValue].append(jobID) }
-            }
-            jobs[jobID] = job
-            return
-        }
-        jobs[entry.id] = Job(priority: entry.priority, category: entry.category, key: entry.coalescingKey, founder: entry)
-        tickets[entry.id] = .waiting(job: entry.id)
-        if let key = entry.coalescingKey { byKey[key] = entry.id }
-        queues[entry.priority.rawValue].append(entry.id)
-    }
-
-    /// Work at this priority or below is "delayable", as browsers call images
-    /// and prefetches: it yields the link to more important work.
-    static let delayable = Priority.low
-
-    /// Work at this priority or above is "urgent": under pacing, no delayable
-    /// job starts while one runs, so that no delayable bytes queue ahead of its
-    /// later ones. Its own bytes keep the link busy; the link idles for one
-    /// round trip when it ends. (`.normal` work shares the link with one
-    /// delayable job: small requests that wait on round trips would leave it idle.)
-    static let urgent = Priority.high
-
-    /// How many delayable jobs run now, and whether important work runs beside them.
-    private var runningMix: (delayable: Int, important: Bool) {
-        (runningDelayableJobCount, running.count > runningDelayableJobCount)
-    }
-
-    private mutating func markRunning(_ id: ID, priority: Priority) {
+    mutating func markRunning(_ id: ID, priority: Priority) {
         guard running.insert(id).inserted else { return }
         if priority <= Self.delayable {
             runningDelayableJobCount += 1
@@ -522,26 +335,11 @@ struct Scheduler: Sendable {
         }
     }
 
-    private mutating func markStopped(_ id: ID, priority: Priority) {
+    mutating func markStopped(_ id: ID, priority: Priority) {
         if running.remove(id) != nil, priority <= Self.delayable { runningDelayableJobCount -= 1 }
         heavy.remove(id)
         trickling.remove(id)
         resting.remove(id)
-    }
-
-    /// How many more delayable jobs may start now. With a limit of 3 or more,
-    /// one slot stays free for important work (with 2, keeping one free would
-    /// halve the images' concurrency and leave the link idle on every round trip); while important work runs, at
-    /// most one delayable job does (Chrome's rule for requests while
-    /// layout-blocking ones are in flight). A low-priority transfer that shares
-    /// the link slows every other transfer, so this is what lets a high-priority
-    /// request jump a queue of a hundred images on a slow link. Under pacing,
-    /// none while a delayable or urgent job that is not yet drained runs.
-    private var delayableRoom: Int {
-        if paceDelayable, !heavy.isEmpty { return 0 }
-        let mix = runningMix
-        let cap = mix.important ? 1 : (limit >= 3 ? limit - 1 : limit)
-        return max(0, cap - mix.delayable)
     }
 
     /// Starts jobs while there is room: most urgent first, except that with a
@@ -549,7 +347,7 @@ struct Scheduler: Sendable {
     /// while more important work waits. Small important requests often wait on
     /// round trips and leave the link idle; one image keeps it busy without
     /// taking more than one slot.
-    private mutating func pump() {
+    mutating func pump() {
         func start(_ id: ID) {
             guard let priority = jobs[id]?.priority else { return }
             markRunning(id, priority: priority)
@@ -567,36 +365,5 @@ struct Scheduler: Sendable {
                 start(next)
             }
         }
-    }
-
-    private mutating func popNext(delayableAllowed: Bool, onlyDelayable: Bool = false) -> ID? {
-        for priority in Priority.allCases.reversed() {
-            if onlyDelayable, priority > Self.delayable { continue }
-            if priority <= Self.delayable, !delayableAllowed { return nil }
-            let index = priority.rawValue
-            // Drop stale heads cheaply, then scan past paused categories.
-            while let head = queues[index].first, !isLive(head, at: priority) {
-                queues[index].removeFirst()
-            }
-            var position = queues[index].startIndex
-            while position < queues[index].endIndex {
-                let id = queues[index][position]
-                if !isLive(id, at: priority) {
-                    queues[index].remove(at: position)
-                    continue
-                }
-                if let job = jobs[id], !paused.contains(job.category) {
-                    queues[index].remove(at: position)
-                    return id
-                }
-                position += 1
-            }
-        }
-        return nil
-    }
-
-    private func isLive(_ id: ID, at priority: Priority) -> Bool {
-        guard let job = jobs[id] else { return false }
-        return !running.contains(id) && job.priority == priority
     }
 }

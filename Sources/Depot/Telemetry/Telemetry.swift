@@ -241,6 +241,7 @@ struct HeaderFieldsInjector: Injector {
     }
 }
 
+/// A client span per attempt.
 extension Telemetry {
     /// Starts the span of one attempt's transfer and injects its context into
     /// `request`'s headers; `nil` without a tracer.

@@ -1,18 +1,25 @@
 @testable import Depot
 import Testing
 
-/// The scheduler's delayable pacing: one delayable job at a time until the one
-/// before it is drained (at most the budget's bytes still to come).
-@Suite struct SchedulerPacingTests {
-    typealias ID = Ticket.ID
-    func id(_ n: UInt64) -> ID { ID(rawValue: n) }
-
-    func entry(_ n: UInt64, _ priority: Priority = .normal) -> Scheduler.Entry {
-        Scheduler.Entry(id: id(n), priority: priority, category: priority <= .low ? .images : .default)
-    }
-
-    func starts(_ actions: [Scheduler.Action]) -> [UInt64] {
-        actions.compactMap { if case .start(let job) = $0 { return job.rawValue } else { return nil } }
+/// The scheduler's delayable admission (`Scheduler+Delayable.swift`): delayable
+/// work leaves room for important work and, under pacing, starts one job after
+/// another until the one before it is drained (at most the budget's bytes
+/// still to come).
+extension SchedulerTests {
+    @Test func delayableWorkLeavesASlotAndYieldsToImportantWork() {
+        var scheduler = Scheduler(limit: 4)
+        // Given only low-priority work, it takes all slots but one
+        var started: [UInt64] = []
+        for n in 1...10 { started += starts(scheduler.enqueue(entry(UInt64(n), .low))) }
+        #expect(started == [1, 2, 3])
+        // When important work arrives, it starts at once in the free slot
+        #expect(starts(scheduler.enqueue(entry(20, .high))) == [20])
+        // Then while it runs, finished low work is not replaced beyond one in flight
+        #expect(starts(scheduler.finish(job: id(1), outcome: .succeeded)).isEmpty)
+        #expect(starts(scheduler.finish(job: id(2), outcome: .succeeded)).isEmpty)
+        #expect(starts(scheduler.finish(job: id(3), outcome: .succeeded)) == [4])
+        // And when it ends, low work fills the slots again (all but one)
+        #expect(starts(scheduler.finish(job: id(20), outcome: .succeeded)) == [5, 6])
     }
 
     @Test func pacedDelayableJobsStartOneAfterAnother() {
@@ -91,9 +98,7 @@ import Testing
         #expect(!DelayablePacing.off.isOn)
         #expect(DelayablePacing.default.isOn)
     }
-}
 
-extension SchedulerPacingTests {
     @Test func urgentWorkHoldsDelayableWorkBackUntilItEnds() {
         var scheduler = Scheduler(limit: 6, pacesDelayable: true)
         for n in 1...5 { _ = scheduler.enqueue(entry(UInt64(n), .low)) }
