@@ -49,6 +49,7 @@ let package = Package(
         .target(
             name: "Depot",
             dependencies: [
+                "Seeded",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -63,6 +64,7 @@ let package = Package(
                 "Depot",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
         .target(
@@ -80,15 +82,19 @@ let package = Package(
         .target(
             name: "DepotTesting",
             dependencies: [
+                "Seeded",
                 "Depot",
                 "DepotStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // The package's one seeded generator (SplitMix64): retry jitter, the
+        // demo server's data, DepotTesting. Internal, no dependencies.
+        .target(name: "Seeded"),
         .target(
             name: "DemoServer",
             dependencies: [
-                "Depot",  // its one seeded generator, SplitMix64
+                "Seeded",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -181,6 +187,7 @@ let package = Package(
         .testTarget(
             name: "DepotTests",
             dependencies: [
+                "Seeded",
                 "CLITestSupport",
                 "Depot",
                 "DepotAsyncHTTPClient",
@@ -212,6 +219,7 @@ let package = Package(
         .testTarget(
             name: "DepotStoreTests",
             dependencies: [
+                "Seeded",
                 "Depot",
                 "DepotStore",
                 "DepotTesting",

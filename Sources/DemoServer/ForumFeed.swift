@@ -1,5 +1,5 @@
-import Depot
 import Foundation
+import Seeded
 
 /// The forum the Nerdfeed routes publish: posts generated from a seed, with a
 /// new one every `postInterval` of server time.

@@ -1,7 +1,7 @@
-import Depot
 import Foundation
 import Hummingbird
 import NIOCore
+import Seeded
 
 /// `GET /forum/rss`, `GET /forum/atom` and `GET /topsongs/limit=N/json`, each with
 /// an ETag and Last-Modified, answering a matching conditional request with 304.

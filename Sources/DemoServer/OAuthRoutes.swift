@@ -1,7 +1,7 @@
-import Depot
 import Foundation
 import Hummingbird
 import NIOCore
+import Seeded
 import Synchronization
 
 /// An OAuth 2-style token endpoint for the CRM routes (RFC 6749 §4.3 and §6):

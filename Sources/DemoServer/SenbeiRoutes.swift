@@ -1,7 +1,7 @@
-import Depot
 import Foundation
 import Hummingbird
 import NIOCore
+import Seeded
 import Synchronization
 
 /// A Fat Free CRM-like JSON API for the Senbei example, behind HTTP Basic auth

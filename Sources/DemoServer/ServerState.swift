@@ -1,5 +1,5 @@
-import Depot
 import Foundation
+import Seeded
 import Synchronization
 
 /// State shared by the route handlers.

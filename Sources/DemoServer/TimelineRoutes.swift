@@ -1,8 +1,8 @@
-import Depot
 import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import Seeded
 import Synchronization
 
 /// The Twitter-like routes of the Timeline example: the timeline (newest

@@ -1,4 +1,4 @@
-import Depot
+import Seeded
 
 /// A small, fast random number generator (SplitMix64) that gives the same
 /// numbers for the same seed, so jittered backoff is repeatable in tests.

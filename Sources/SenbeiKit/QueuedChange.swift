@@ -74,20 +74,20 @@ final class ChangeWatch {
         return false
     }
 
-    /// Follows `events` (subscribed before the entry moved) until the entry is
+    /// Follows `changes` (subscribed before the entry moved) until the entry is
     /// decided; `resolve` turns the outbox's outcome into the change's, and
     /// posts what it means. The task runs to the decision even if nobody keeps
     /// the watch, so notifications are posted for changes nobody waits for.
     func follow(
-        _ events: NetworkEvents,
+        _ changes: OutboxChanges,
         outbox: Outbox,
-        changeTypes: Set<String>,
         resolve: @escaping @MainActor (Result<NetworkResponse, DepotError>) async -> Result<any Sendable, DepotError>
     ) {
         let entry = entry
         Task { [weak self] in
-            for await event in events {
-                if let change = event.outbox, change.entry == entry.rawValue, let step = change.step {
+            for await change in changes {
+                guard let step = change.step else { continue }
+                if change.entry == entry.rawValue {
                     if step.isFinal || step == .failed {
                         // Decided: the outbox kept the outcome before it said so.
                         let outcome = await outbox.outcome(of: entry)
@@ -95,9 +95,9 @@ final class ChangeWatch {
                         self?.decide(decided)
                         return
                     }
-                    if step == .willRetry || step == .held { self?.stall() }
-                } else if event.kind == .waitingForNetwork, let name = event.operation, changeTypes.contains(name) {
-                    // A change waits for the network: this one would too.
+                    if step == .willRetry || step == .held || step == .waitingForNetwork { self?.stall() }
+                } else if step == .waitingForNetwork {
+                    // Another change waits for the network: this one would too.
                     self?.stall()
                 }
             }

@@ -15,7 +15,6 @@ extension SenbeiApp {
         CreateTask.self, MarkTaskDone.self, PostComment.self, DeleteComment.self, CreateContact.self,
     ]
 
-    static let mutationTypeNames = Set(mutationTypes.map { $0.typeName })
 
     /// How long ``outcome(of:within:)`` waits for the server by default: three seconds.
     public static let sendGrace: Duration = .seconds(3)
@@ -166,17 +165,17 @@ extension SenbeiApp {
         return QueuedChange(entry: watch.entry, watch: watch)
     }
 
-    /// Subscribes to the controller's events, then queues or puts back the
+    /// Subscribes to the outbox's changes, then queues or puts back the
     /// entry (`start`), so that the watch sees every step from there on.
     private func watch(
         localID: Int?,
         start: () async throws(DepotError) -> OutboxEntry.ID,
         resolve: @escaping @MainActor (Result<NetworkResponse, DepotError>) async -> Result<any Sendable, DepotError>
     ) async throws(DepotError) -> ChangeWatch {
-        let events = controller.events()
+        let changes = outbox.changes()
         let entry = try await start()
         let watch = ChangeWatch(entry: entry, localID: localID)
-        watch.follow(events, outbox: outbox, changeTypes: Self.mutationTypeNames, resolve: resolve)
+        watch.follow(changes, outbox: outbox, resolve: resolve)
         return watch
     }
 

@@ -124,13 +124,15 @@ extension OutboxTests {
             let controller = NetworkController(configuration: configuration)
             let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
             let events = Recorder(controller.events())
+            let changes = Recorder(outbox.changes())
             try await outbox.send(SendPost("local-1", "into a 503"))
             // The controller's own retries wait out their delays on the clock
             // (each wake-up time is fixed before the retry is announced, so
             // moving the clock then wakes it); then the lane pauses.
-            while let retry = try await events.next(where: { $0.kind == .retried || $0.outbox?.step == .willRetry }).delay {
+            while let retry = try await events.next(where: { $0.kind == .retried || $0.kind.isTerminal }).delay {
                 clock.advance(by: retry)
             }
+            _ = try await changes.next { $0.step == .willRetry }
             // The lane's pause has begun: it sleeps on the clock beside the
             // deadline watch (armed by the first attempt for its 60 s idle timeout).
             await clock.sleepers(atLeast: 2)

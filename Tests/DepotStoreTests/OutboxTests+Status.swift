@@ -33,8 +33,8 @@ extension OutboxTests {
         try await withSetup { setup in
             let store = try setup.store()
             let controller = setup.offlineController(store: store)
-            let events = controller.events()
             let outbox = Outbox(store: store, controller: controller, types: [SendPost.self])
+            let changes = outbox.changes()
             let status = await OutboxStatus(outbox: outbox)
             let first = try await outbox.send(SendPost("local-1", "one"))
             try await outbox.send(SendPost("local-2", "two"))
@@ -49,12 +49,9 @@ extension OutboxTests {
             try await observed { status.pendingCount == 1 }
             #expect(await status.pendingCount == 1)
             #expect(await status.failed.isEmpty)
-            // Each change was published as a controller-wide event.
+            // Each change was published, until the controller shut down.
             var counts: [Int] = []
-            for await event in events where event.kind == .outboxChanged {
-                #expect(event.isControllerWide)
-                counts.append(event.outbox?.pending ?? -1)
-            }
+            for await change in changes { counts.append(change.pending) }
             #expect(counts.contains(2))
         }
     }
@@ -67,7 +64,7 @@ extension OutboxTests {
             let store = try setup.store()
             let (transport, clock, controller) = Self.offlineUntilTold(answering: "/tasks", with: Data("{}".utf8), store: store)
             let outbox = Outbox(store: store, controller: controller, types: [CreateTask.self])
-            let events = controller.events()
+            let changes = outbox.changes()
             let ticket = try await outbox.send(CreateTask(payload: "Call Ann"))
 
             // While offline: waiting for the network, not sending
@@ -89,9 +86,9 @@ extension OutboxTests {
             await clock.sleepers(atLeast: 1)
             clock.advance(by: .seconds(30))
             #expect(try await ticket.outcome().get().status == 201)
-            var followed: [NetworkEvent.OutboxChange.Step] = []
-            for await event in events {
-                guard let change = event.outbox, change.entry == ticket.id.rawValue, let step = change.step else { continue }
+            var followed: [OutboxChange.Step] = []
+            for await change in changes {
+                guard change.entry == ticket.id.rawValue, let step = change.step else { continue }
                 followed.append(step)
                 if step.isFinal { break }
             }
@@ -165,22 +162,22 @@ extension OutboxTests {
         }
     }
 
-    /// Each entry's steps are controller events, in order; a ticket follows
+    /// Each entry's steps are outbox changes, in order; a ticket follows
     /// its own, and one decided already reports its final step at once.
-    @Test func everyStepOfAnEntryIsAnEventAndTheTicketFollowsIt() async throws {
+    @Test func everyStepOfAnEntryIsAChangeAndTheTicketFollowsIt() async throws {
         try await withOnlineOutbox { _, _, controller, outbox in
-            let events = controller.events()
+            let changes = outbox.changes()
             let rejected = try await outbox.send(SendPost("local-1", ""))
             let accepted = try await outbox.send(SendPost("local-2", "fine"))
             var steps: [Int64: [String]] = [:]
-            for await event in events {
-                guard let change = event.outbox, let entry = change.entry, let step = change.step else { continue }
+            for await change in changes {
+                guard let entry = change.entry, let step = change.step else { continue }
                 steps[entry, default: []].append("\(step)")
                 if steps[accepted.id.rawValue]?.last == "committed" { break }
             }
             #expect(steps[rejected.id.rawValue] == ["queued", "sending", "rolledBack"])
             #expect(steps[accepted.id.rawValue] == ["queued", "sending", "committed"])
-            var followed: [NetworkEvent.OutboxChange.Step] = []
+            var followed: [OutboxChange.Step] = []
             for await change in accepted.changes() { followed.append(try #require(change.step)) }
             #expect(followed == [.committed])
             await #expect(throws: DepotError.self) { try await accepted.cancel() }
@@ -192,7 +189,7 @@ extension OutboxTests {
         try await withOnlineOutbox { _, _, controller, outbox in
             let blocker = try await outbox.send(SendPost("local-0", "first in the lane"))
             let ticket = try await outbox.send(SendPost("local-1", "second"))
-            var followed: [NetworkEvent.OutboxChange.Step] = []
+            var followed: [OutboxChange.Step] = []
             for await change in ticket.changes() { followed.append(try #require(change.step)) }
             #expect(followed.last == .committed)
             #expect(Set(followed).isSubset(of: [.sending, .committed]))

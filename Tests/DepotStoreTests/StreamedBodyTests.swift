@@ -3,6 +3,7 @@ import Depot
 import DepotTesting
 import Foundation
 import GRDB
+import Seeded
 import Testing
 
 /// Where a streamed body waits for its write: in memory up to a limit, then in

@@ -1,4 +1,5 @@
 @testable import Depot
+import Seeded
 import Testing
 
 @Suite struct SchedulerTests {

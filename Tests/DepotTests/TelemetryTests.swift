@@ -159,16 +159,6 @@ struct TelemetryTests {
 
     // MARK: Events made into metrics
 
-    @Test func theOutboxPendingCountIsAGauge() throws {
-        let metrics = TestMetrics()
-        let observer = OperationMetrics(factory: metrics)
-        for pending in [3, 2, 0] {
-            let change = NetworkEvent.OutboxChange(entry: nil, step: nil, pending: pending, failed: 0, isSending: false)
-            observer.observe(NetworkEvent(time: .zero, ticket: nil, operation: nil, detail: .outboxChanged(change)))
-        }
-        #expect(try metrics.expectGauge(OperationMetrics.outboxPending).values == [3, 2, 0])
-    }
-
     @Test func aCancelledOperationCountsAsFailedCancelledAndAStartIsCountedOnce() throws {
         let metrics = TestMetrics()
         let observer = OperationMetrics(factory: metrics)

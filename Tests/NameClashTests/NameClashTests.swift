@@ -78,6 +78,7 @@ import Testing
         "OperationContextKey": (any OperationContextKey).Type.self,
         "OperationContextValues": OperationContextValues.self,
         "Outbox": Outbox.self,
+        "OutboxChange": OutboxChange.self,
         "OutboxChanges": OutboxChanges.self,
         "OutboxEntry": OutboxEntry.self,
         "OutboxFailure": OutboxFailure.self,

@@ -138,9 +138,8 @@ extension NetworkController {
 
     private func launch(_ job: Ticket.ID, _ runner: @escaping JobRunner, _ running: RunningJob, immediately: Bool) {
         let environment = JobEnvironment(job: job, running: running, cancel: { running.cancel() })
-        // The body is written out twice rather than shared through a closure value:
-        // that closure would be one more allocation per job.
-        // A running job keeps its controller alive until it has ended and
+        // The body is written twice: a shared closure would cost an allocation per
+        // job (AllocationTests guards it). A running job keeps its controller alive until it has ended and
         // delivered (a URLSession task keeps its session alive the same way).
         let task: Task<Void, Never>
         if immediately, #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {

@@ -114,11 +114,4 @@ extension NetworkController {
     func controllerEvent(_ detail: NetworkEvent.Detail, at now: Duration) -> NetworkEvent {
         NetworkEvent(time: now, ticket: nil, operation: nil, detail: detail)
     }
-
-    /// Publishes a controller-wide event for a companion module (DepotStore's
-    /// outbox): to `events` subscribers and as a notification, like the
-    /// controller's own.
-    package func publish(_ detail: NetworkEvent.Detail) {
-        perform([.emit(controllerEvent(detail, at: timebase.now()), nil)])
-    }
 }

@@ -248,16 +248,8 @@ public final class NetworkController: Sendable {
         // The ticket exists before the handler, so the handler needs no lock to find it.
         let ticket = makeTicket(for: operation, tap: onEvent)
         let result = await withTaskCancellationHandler {
-            // An unsafe continuation (the checked one costs an allocation per call) is
-            // sound because `deliver` below runs exactly once:
-            // - at most once: it is called only by `rejectAtOnce` (before the ticket is
-            //   recorded, then `submit` returns) and by `resolve`, which every path
-            //   reaches only after taking the ticket's record out of `state.records`
-            //   under the lock (`removeValue` in `apply`; `records[id] = nil` or never
-            //   inserted in `submit`), so a second resolution finds no record;
-            // - at least once: the scheduler resolves every ticket (its randomized
-            //   invariant test), and shutdown cancels what is left.
-            // `completionRunsOnMainActorAsynchronouslyExactlyOnce` checks the result.
+            // Unsafe (one allocation fewer, which AllocationTests guards): `deliver` runs
+            // exactly once, as `completionRunsOnMainActorAsynchronouslyExactlyOnce` checks.
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Swift.Result<any Sendable, DepotError>, Never>) in
                 submit(operation, ticket: ticket, after: dependencies, startsImmediately: true, admittedDuringGrace: admittedDuringGrace) { _ in
                     { continuation.resume(returning: $0) }

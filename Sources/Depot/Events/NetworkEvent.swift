@@ -21,7 +21,7 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
     /// a `switch`: match with `==` or `case .failed:` and keep a `default:`.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         enum Base: UInt8, Sendable {
-            case enqueued, started, progress, coalesced, promoted, retried, finished, failed, cancelled, waitingForNetwork, waitingForCredentials, qualityChanged, concurrencyChanged, categoryPaused, categoryResumed, probing, outboxChanged, signedOut, signedIn
+            case enqueued, started, progress, coalesced, promoted, retried, finished, failed, cancelled, waitingForNetwork, waitingForCredentials, qualityChanged, concurrencyChanged, categoryPaused, categoryResumed, probing, signedOut, signedIn
         }
 
         let base: Base
@@ -56,8 +56,6 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
         public static let categoryResumed = Kind(base: .categoryResumed)
         /// Controller-wide: offline, the controller lets one queued operation try the network (``attempt``).
         public static let probing = Kind(base: .probing)
-        /// Controller-wide: a DepotStore outbox's entry changed (``outbox`` says which, what happened, and the counts).
-        public static let outboxChanged = Kind(base: .outboxChanged)
         /// The operation needs credentials that are not there (its ``TokenAuthenticator``
         /// signed out) and waits in the queue for a sign-in; ``error`` says why.
         public static let waitingForCredentials = Kind(base: .waitingForCredentials)
@@ -108,79 +106,12 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
         case categoryResumed(OperationCategory)
         /// Controller-wide: offline, the controller lets one queued operation try the network.
         case probing(attempt: Int)
-        /// Controller-wide: an outbox's queue changed.
-        case outboxChanged(OutboxChange)
         /// The operation waits in the queue for a sign-in.
         case waitingForCredentials(DepotError)
         /// Controller-wide: the authenticator lost its credential.
         case signedOut(reason: String)
         /// Controller-wide: the authenticator got a credential.
         case signedIn
-    }
-
-    /// A change in a DepotStore outbox, carried by an ``Kind/outboxChanged``
-    /// event: what happened to which entry, and the queue's counts after it.
-    public struct OutboxChange: Sendable, Hashable, CustomStringConvertible {
-        /// What happened to an entry. A struct of static members, like ``NetworkEvent/Kind``.
-        public struct Step: Hashable, Sendable, CustomStringConvertible {
-            let name: String
-            /// Stored with its optimistic change; waiting to be sent.
-            public static let queued = Step(name: "queued")
-            /// An attempt is under way.
-            public static let sending = Step(name: "sending")
-            /// Its attempt waits for the network (the controller is offline);
-            /// it goes out, as ``sending``, once the network is back.
-            public static let waitingForNetwork = Step(name: "waitingForNetwork")
-            /// The attempt reached no final answer (offline, 5xx, 408, 429,
-            /// still processing); it stays queued and is tried again.
-            public static let willRetry = Step(name: "willRetry")
-            /// The server accepted it; committed and removed. Final.
-            public static let committed = Step(name: "committed")
-            /// The server refused it for good; rolled back and removed. Final.
-            public static let rolledBack = Step(name: "rolledBack")
-            /// Stopped: it cannot be rebuilt or its commit failed; it waits for a retry or a discard.
-            public static let failed = Step(name: "failed")
-            /// A 401 holds its lane until new credentials.
-            public static let held = Step(name: "held")
-            /// Put back in its lane by a retry.
-            public static let requeued = Step(name: "requeued")
-            /// Removed by the app (rolled back). Final.
-            public static let discarded = Step(name: "discarded")
-
-            /// Whether the entry is gone: committed, rolled back or discarded.
-            public var isFinal: Bool { self == .committed || self == .rolledBack || self == .discarded }
-            public var description: String { name }
-        }
-
-        /// The entry's row id, or `nil` for a change of the whole outbox
-        /// (a subscription's first state, lanes resumed).
-        public var entry: Int64?
-        /// What happened to ``entry``.
-        public var step: Step?
-        /// Mutations queued and not yet decided, after the change.
-        public var pending: Int
-        /// Mutations stopped with an error that wait for the app (retry or discard).
-        public var failed: Int
-        /// Whether one is being sent now (not counting those that wait for the network).
-        public var isSending: Bool
-        /// Whether one waits for the network to come back.
-        public var isWaitingForNetwork: Bool
-
-        /// Makes a change (DepotStore's outbox does).
-        public init(entry: Int64?, step: Step?, pending: Int, failed: Int, isSending: Bool, isWaitingForNetwork: Bool = false) {
-            self.entry = entry
-            self.step = step
-            self.pending = pending
-            self.failed = failed
-            self.isSending = isSending
-            self.isWaitingForNetwork = isWaitingForNetwork
-        }
-
-        public var description: String {
-            let what = entry.map { "#\($0) \(step.map(\.description) ?? "changed")" } ?? "outbox"
-            let doing = isSending ? ", sending" : isWaitingForNetwork ? ", waiting for network" : ""
-            return "\(what): \(pending) pending, \(failed) failed\(doing)"
-        }
     }
 
     /// Measurements of a successful operation.
@@ -244,7 +175,6 @@ public struct NetworkEvent: Sendable, CustomStringConvertible {
         case .categoryPaused: return .depotCategoryPaused
         case .categoryResumed: return .depotCategoryResumed
         case .probing: return .depotProbing
-        case .outboxChanged: return .depotOutboxChanged
         case .waitingForCredentials: return .depotOperationWaitingForCredentials
         case .signedOut: return .depotSignedOut
         case .signedIn: return .depotSignedIn
@@ -271,7 +201,6 @@ extension NetworkEvent {
         case .categoryPaused: .categoryPaused
         case .categoryResumed: .categoryResumed
         case .probing: .probing
-        case .outboxChanged: .outboxChanged
         case .waitingForCredentials: .waitingForCredentials
         case .signedOut: .signedOut
         case .signedIn: .signedIn
@@ -361,12 +290,6 @@ extension NetworkEvent {
     /// The new limit of a ``Kind/concurrencyChanged`` event.
     public var concurrencyLimit: Int? {
         if case .concurrencyChanged(let limit) = detail { return limit }
-        return nil
-    }
-
-    /// The outbox's change and counts, for an ``Kind/outboxChanged`` event.
-    public var outbox: OutboxChange? {
-        if case .outboxChanged(let counts) = detail { return counts }
         return nil
     }
 }

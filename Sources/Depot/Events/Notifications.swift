@@ -52,8 +52,6 @@ extension Notification.Name {
     public static let depotCategoryResumed = Notification.Name("DepotCategoryResumed")
     /// Offline, the controller lets one queued operation try the network (controller-wide).
     public static let depotProbing = Notification.Name("DepotProbing")
-    /// A DepotStore outbox's queue changed (mutations queued, sent, committed, rolled back).
-    public static let depotOutboxChanged = Notification.Name("DepotOutboxChanged")
     /// An operation needs credentials and waits in the queue for a sign-in.
     public static let depotOperationWaitingForCredentials = Notification.Name("DepotOperationWaitingForCredentials")
     /// The token authenticator lost its credential (controller-wide): show a sign-in screen.

@@ -1,4 +1,5 @@
 import Foundation
+import Seeded
 
 /// Retry decisions and the backoff between attempts.
 extension NetworkController {

@@ -54,7 +54,6 @@ final class Telemetry: Sendable {
 /// | `depot.retries` | counter | `operation` |
 /// | `depot.concurrency.limit` | gauge | |
 /// | `depot.connection.quality` | gauge (0 offline ... 4 excellent) | |
-/// | `depot.outbox.pending` | gauge | |
 final class OperationMetrics: Sendable {
     static let started = "depot.operations.started"
     static let finished = "depot.operations.finished"
@@ -64,7 +63,6 @@ final class OperationMetrics: Sendable {
     static let retries = "depot.retries"
     static let limit = "depot.concurrency.limit"
     static let quality = "depot.connection.quality"
-    static let outboxPending = "depot.outbox.pending"
 
     /// An operation name's counters.
     struct PerOperation: Sendable {
@@ -100,7 +98,6 @@ final class OperationMetrics: Sendable {
     let factory: any MetricsFactory
     let limit: Gauge
     let quality: Gauge
-    let outboxPending: Gauge
     /// A leaf lock: the factory (user code) is never called under it.
     private let state = Mutex(State())
 
@@ -108,7 +105,6 @@ final class OperationMetrics: Sendable {
         self.factory = factory
         limit = Gauge(label: Self.limit, factory: factory)
         quality = Gauge(label: Self.quality, factory: factory)
-        outboxPending = Gauge(label: Self.outboxPending, factory: factory)
     }
 
     /// Counts what `event` tells: call it outside every lock (the backend is user code).
@@ -140,8 +136,6 @@ final class OperationMetrics: Sendable {
             quality.record(new.rawValue)
         case .concurrencyChanged(let limit):
             self.limit.record(limit)
-        case .outboxChanged(let change):
-            outboxPending.record(change.pending)
         default:
             break
         }

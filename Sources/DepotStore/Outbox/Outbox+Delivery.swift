@@ -36,7 +36,7 @@ extension Outbox {
 
     private enum Disposition {
         /// Decided (committed, rolled back or failed): next entry.
-        case decided(NetworkEvent.OutboxChange.Step)
+        case decided(OutboxChange.Step)
         /// Not decided: try the same entry again after a backoff.
         case again(DepotError)
         /// 401: hold the lane.
@@ -200,11 +200,11 @@ extension Outbox {
 
     /// Sends `mutation` once through the controller, and tells subscribers,
     /// in order and before the answer is judged, when the attempt waits for
-    /// the network (``/Depot/NetworkEvent/OutboxChange/Step/waitingForNetwork``)
-    /// and when it goes out again (``/Depot/NetworkEvent/OutboxChange/Step/sending``).
+    /// the network (``OutboxChange/Step/waitingForNetwork``)
+    /// and when it goes out again (``OutboxChange/Step/sending``).
     private func attempt<M: Mutation>(_ mutation: M, entry: OutboxEntry) async -> Result<NetworkResponse, DepotError> {
         let key = entry.id.rawValue
-        let (steps, continuation) = AsyncStream.makeStream(of: NetworkEvent.OutboxChange.Step.self)
+        let (steps, continuation) = AsyncStream.makeStream(of: OutboxChange.Step.self)
         let delivery = OutboxDelivery(mutation: mutation, idempotencyKey: entry.idempotencyKey, waitsForNetwork: waitsForNetwork)
         async let answer: Result<NetworkResponse, DepotError> = {
             defer { continuation.finish() }
@@ -295,7 +295,7 @@ extension Outbox {
 
     /// Hands an outcome to the entry's waiters, and keeps it with its step
     /// for late ones (unless `step` is nil: "no such entry" is not kept).
-    func resolve(_ key: Int64, _ outcome: Result<NetworkResponse, DepotError>, step: NetworkEvent.OutboxChange.Step?, unlessInFlight: Bool = false) {
+    func resolve(_ key: Int64, _ outcome: Result<NetworkResponse, DepotError>, step: OutboxChange.Step?, unlessInFlight: Bool = false) {
         let waiters = state.withLock { state -> [CheckedContinuation<Result<NetworkResponse, DepotError>, Never>] in
             if unlessInFlight, state.inFlight.contains(key) { return [] }
             state.inFlight.remove(key)

@@ -84,30 +84,69 @@ extension Outbox {
         return DepotStream(stream)
     }
 
-    /// Tells subscribers, `events` and NotificationCenter what happened to
-    /// `entry` and what the outbox holds now.
+    /// Every change of this outbox from now on: each entry's steps and the
+    /// queue's counts after them (see ``OutboxChange``). The sequence ends
+    /// when its iterator is released; a subscriber that falls more than 4096
+    /// changes behind loses the oldest.
+    ///
+    /// ```swift
+    /// for await change in outbox.changes() where change.step == .rolledBack {
+    ///     showUndoneBanner(for: change.entry)
+    /// }
+    /// ```
+    public func changes() -> OutboxChanges {
+        let (stream, continuation) = AsyncStream<OutboxChange>.makeStream(bufferingPolicy: .bufferingNewest(4096))
+        let id = state.withLock { state -> UInt64 in
+            state.nextSubscriber += 1
+            state.changeSubscribers[state.nextSubscriber] = continuation
+            return state.nextSubscriber
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { _ = $0.changeSubscribers.removeValue(forKey: id) }
+        }
+        return DepotStream(stream)
+    }
+
+    /// Ends every ``changes()`` sequence (the controller shut down).
+    func finishChanges() {
+        let subscribers = state.withLock { state in
+            defer { state.changeSubscribers.removeAll() }
+            return Array(state.changeSubscribers.values)
+        }
+        for continuation in subscribers { continuation.finish() }
+    }
+
+    /// Tells subscribers, ``changes()``, metrics and NotificationCenter what
+    /// happened to `entry` and what the outbox holds now.
     ///
     /// Every entry step becomes an event; a snapshot reaches subscribers only
     /// if no later one did, so the last one they see is current.
-    func changed(_ entry: Int64? = nil, _ step: NetworkEvent.OutboxChange.Step? = nil) async {
+    func changed(_ entry: Int64? = nil, _ step: OutboxChange.Step? = nil) async {
         let change = state.withLock { state -> UInt64 in
             state.changeCount += 1
             return state.changeCount
         }
         guard let snapshot = try? await snapshot() else { return }
+        let outboxChange = OutboxChange(
+            entry: entry, step: step,
+            pending: snapshot.pendingCount, failed: snapshot.failed.count, isSending: snapshot.isSending,
+            isWaitingForNetwork: snapshot.isWaitingForNetwork)
         let latest = state.withLock { state -> Bool in
-            guard change > state.publishedChange else { return false }
-            state.publishedChange = change
-            // Yielding does not block: done under the lock, so two
-            // publishers cannot hand subscribers their snapshots out of order.
-            for continuation in state.subscribers.values { continuation.yield(snapshot) }
-            return true
+            let latest = change > state.publishedChange
+            if latest {
+                state.publishedChange = change
+                // Yielding does not block: done under the lock, so two
+                // publishers cannot hand subscribers their snapshots out of order.
+                for continuation in state.subscribers.values { continuation.yield(snapshot) }
+            }
+            if latest || entry != nil {
+                for continuation in state.changeSubscribers.values { continuation.yield(outboxChange) }
+            }
+            return latest
         }
-        if latest || entry != nil {
-            controller.publish(.outboxChanged(NetworkEvent.OutboxChange(
-                entry: entry, step: step,
-                pending: snapshot.pendingCount, failed: snapshot.failed.count, isSending: snapshot.isSending,
-                isWaitingForNetwork: snapshot.isWaitingForNetwork)))
-        }
+        guard latest || entry != nil else { return }
+        pendingGauge?.record(outboxChange.pending)
+        controller.configuration.observability.notificationCenter?.post(
+            name: .depotOutboxChanged, object: controller, userInfo: [OutboxChange.UserInfoKey.change: outboxChange])
     }
 }

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Depot
 import Foundation
 import GRDB
@@ -50,6 +51,8 @@ public final class Outbox: Sendable {
     /// the first attempt without a final answer (one-shot tools).
     let waitsForNetwork: Bool
     let state = Mutex(State())
+    /// `depot.outbox.pending`, when the controller's configuration has a metrics backend.
+    let pendingGauge: Gauge?
 
     struct State {
         /// Lanes a delivery loop runs for, and whether something was queued
@@ -83,11 +86,13 @@ public final class Outbox: Sendable {
         var credentialsEpoch: UInt64 = 0
         var waiters: [Int64: [CheckedContinuation<Result<NetworkResponse, DepotError>, Never>]] = [:]
         /// The latest outcomes, for a caller that asks after the fact.
-        var outcomes: [Int64: (result: Result<NetworkResponse, DepotError>, step: NetworkEvent.OutboxChange.Step)] = [:]
+        var outcomes: [Int64: (result: Result<NetworkResponse, DepotError>, step: OutboxChange.Step)] = [:]
         var outcomeOrder: [Int64] = []
         /// The latest permanent failures, for ``OutboxSnapshot/rolledBack``.
         var rolledBack: [OutboxFailure] = []
         var subscribers: [UInt64: AsyncStream<OutboxSnapshot>.Continuation] = [:]
+        /// ``changes()`` subscribers, by registration.
+        var changeSubscribers: [UInt64: AsyncStream<OutboxChange>.Continuation] = [:]
         var nextSubscriber: UInt64 = 0
         /// Changes are numbered before their snapshot is read; a snapshot is
         /// published only if no later one was, so the last one seen is current.
@@ -95,6 +100,8 @@ public final class Outbox: Sendable {
         var publishedChange: UInt64 = 0
     }
 
+    /// The gauge of mutations queued and not yet decided.
+    static let pendingGaugeLabel = "depot.outbox.pending"
     /// How many decided outcomes are kept for ``outcome(of:)`` calls that come late.
     static let keptOutcomes = 1024
     /// How many rolled-back mutations a snapshot lists.
@@ -118,6 +125,11 @@ public final class Outbox: Sendable {
         self.store = store
         self.controller = controller
         self.waitsForNetwork = waitsForNetwork
+        if let factory = controller.configuration.observability.metricsFactory, !(factory is NOOPMetricsHandler) {
+            pendingGauge = Gauge(label: Self.pendingGaugeLabel, factory: factory)
+        } else {
+            pendingGauge = nil
+        }
         let types = Dictionary(types.map { ($0.typeName, $0) }, uniquingKeysWith: { first, _ in first })
         self.types = types
         store.mutationTypes.withLock { $0.merge(types) { first, _ in first } }
@@ -126,6 +138,8 @@ public final class Outbox: Sendable {
         controller.addExitParticipant { [weak self] in
             self?.wakeForShutdown()
             await self?.waitUntilIdle()
+            // Nothing changes in this run any more: `changes()` sequences end.
+            self?.finishChanges()
         }
         controller.addCredentialsListener { [weak self] in
             guard let self else { return }

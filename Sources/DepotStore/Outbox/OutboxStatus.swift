@@ -21,7 +21,7 @@ public struct OutboxFailure: Sendable, Identifiable {
 public typealias OutboxUpdates = DepotStream<OutboxSnapshot>
 
 /// One entry's steps, from ``OutboxTicket/changes()``.
-public typealias OutboxChanges = DepotStream<NetworkEvent.OutboxChange>
+public typealias OutboxChanges = DepotStream<OutboxChange>
 
 /// What an outbox holds now.
 public struct OutboxSnapshot: Sendable {

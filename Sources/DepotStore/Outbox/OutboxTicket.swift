@@ -35,10 +35,10 @@ public struct OutboxTicket: Sendable, Identifiable, Hashable {
 
     /// The entry's steps from now on (sending, will retry, committed, ...),
     /// each with the outbox's counts after it. The sequence ends after a
-    /// final step (``/Depot/NetworkEvent/OutboxChange/Step/isFinal``), at once if
-    /// the entry was already decided, or when the controller shuts down.
+    /// final step (``OutboxChange/Step/isFinal``), at once if
+    /// the entry was already decided, or when the controller has shut down.
     public func changes() -> OutboxChanges {
-        let events = outbox.controller.events()
+        let changes = outbox.changes()
         let key = id.rawValue
         let outbox = outbox
         return DepotStream(AsyncStream { continuation in
@@ -47,14 +47,14 @@ public struct OutboxTicket: Sendable, Identifiable, Hashable {
                 // look arrives as an event, one taken before is in the outcomes.
                 if let decided = outbox.state.withLock({ $0.outcomes[key]?.step }), decided.isFinal {
                     let counts = try? await outbox.snapshot()
-                    continuation.yield(NetworkEvent.OutboxChange(
+                    continuation.yield(OutboxChange(
                         entry: key, step: decided,
                         pending: counts?.pendingCount ?? 0, failed: counts?.failed.count ?? 0, isSending: counts?.isSending ?? false))
                     continuation.finish()
                     return
                 }
-                for await event in events {
-                    guard let change = event.outbox, change.entry == key else { continue }
+                for await change in changes {
+                    guard change.entry == key else { continue }
                     continuation.yield(change)
                     if change.step?.isFinal == true { break }
                 }
