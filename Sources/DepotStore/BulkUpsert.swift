@@ -71,6 +71,13 @@ public struct BulkUpsert<Record: EncodableRecord & TableRecord> {
         keeping: [any ColumnExpression] = [],
         keepingWhenNull: [any ColumnExpression] = []
     ) throws {
+        try self.init(db, conflictTarget, keeping, keepingWhenNull, ordered: nil)
+    }
+
+    init(
+        _ db: Database, _ conflictTarget: [String], _ keeping: [any ColumnExpression], _ keepingWhenNull: [any ColumnExpression],
+        ordered: BulkUpsertEncoder<Record>.Ordered?
+    ) throws {
         let table = Record.databaseTableName
         let schema = try db.columns(in: table).map(\.name)
         func named(_ names: [String]) throws -> [String] {
@@ -88,7 +95,7 @@ public struct BulkUpsert<Record: EncodableRecord & TableRecord> {
             kept: Set(try named(keeping.map(\.name)).map { $0.lowercased() }),
             keptWhenNull: Set(try named(keepingWhenNull.map(\.name)).map { $0.lowercased() }),
             remembers: hadRows)
-        encoder = BulkUpsertEncoder(schema: schema, keys: keys, deduplicates: hadRows)
+        encoder = try BulkUpsertEncoder(schema: schema, keys: keys, deduplicates: hadRows, ordered: ordered)
         self.db = db
         if hadRows {
             countBefore = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table.quotedDatabaseIdentifier)") ?? 0
@@ -117,7 +124,7 @@ public struct BulkUpsert<Record: EncodableRecord & TableRecord> {
     /// had rows, the chunk's keys into the table of keys already written.
     mutating func write(_ batch: BulkUpsertBatch) throws {
         for chunk in batch.chunks {
-            let shape = BulkUpsertStatements.Shape(columns: batch.columns, rows: chunk.rows)
+            let shape = BulkUpsertStatements.Shape(columns: batch.columns, shared: batch.shared, rows: chunk.rows)
             let prepared = try cache[shape] ?? statements.prepare(shape, in: db)
             cache[shape] = prepared
             prepared.upsert.setUncheckedArguments(chunk.arguments)
@@ -189,6 +196,37 @@ public struct BulkUpsert<Record: EncodableRecord & TableRecord> {
     }
 }
 
+extension BulkUpsert where Record: BulkEncodableRecord {
+    /// Starts an upsert of records that list their values in column order:
+    /// the same upsert, without a dictionary per record.
+    ///
+    /// For example:
+    ///
+    /// ```swift
+    /// var upsert = try BulkUpsert<FeedItem>(db, keeping: [FeedItem.Columns.isRead])
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - db: The database, in the transaction the upsert writes in.
+    ///   - conflictTarget: The columns of the unique key that matches a record
+    ///     with its row. Empty (the default): the table's primary key.
+    ///   - keeping: Columns a known row keeps whatever the record says.
+    ///   - keepingWhenNull: Columns a known row keeps when the record's value is `NULL`.
+    /// - Throws: A `DatabaseError` if the table has no such column, or if
+    ///   ``BulkEncodableRecord/encodedColumns`` leaves out a key column.
+    public init(
+        _ db: Database,
+        onConflict conflictTarget: [String] = [],
+        keeping: [any ColumnExpression] = [],
+        keepingWhenNull: [any ColumnExpression] = []
+    ) throws {
+        let ordered = BulkUpsertEncoder<Record>.Ordered(columns: Record.encodedColumns.map(\.name)) { record, values in
+            record.encodeValues(into: &values)
+        }
+        try self.init(db, conflictTarget, keeping, keepingWhenNull, ordered: ordered)
+    }
+}
+
 extension BulkUpsert where Record: Sendable {
     /// Inserts or updates the records `produce` makes, while it makes them:
     /// `produce` runs on another thread, and so does the encoding of each
@@ -229,170 +267,5 @@ extension BulkUpsert where Record: Sendable {
                 try write(next.1)
             }
         )
-    }
-}
-
-/// Records as the arguments of the upsert's statements, made on any thread:
-/// the columns, in the table's order, then chunks of a power of two rows.
-struct BulkUpsertBatch: Sendable {
-    var columns: [String]
-    var chunks: [(rows: Int, arguments: StatementArguments)]
-}
-
-/// Turns records into ``BulkUpsertBatch``es, on any thread, so that the
-/// writer only binds and steps.
-struct BulkUpsertEncoder<Record: EncodableRecord>: Sendable {
-    /// The most rows a statement binds; with the columns, under SQLite's
-    /// smallest limit on bound values (999).
-    static var maximumRowsPerStatement: Int { 64 }
-
-    /// Each column's position in the table, by its lowercased name.
-    let positions: [String: Int]
-    /// The key columns, lowercased.
-    let keys: [String]
-    /// Whether a key repeated within a batch is dropped here. Not needed when
-    /// the table was empty: the statements then skip every conflict.
-    let deduplicates: Bool
-
-    init(schema: [String], keys: [String], deduplicates: Bool) {
-        positions = Dictionary(schema.enumerated().map { ($1.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
-        self.keys = keys.map { $0.lowercased() }
-        self.deduplicates = deduplicates
-    }
-
-    func batch(_ records: some Sequence<Record>) throws -> BulkUpsertBatch {
-        var columns: [String] = []
-        var keyIndexes: [Int] = []
-        var values: [DatabaseValue] = []
-        var seen = Set<[DatabaseValue]>()
-        for record in records {
-            let row = try record.databaseDictionary
-            if columns.isEmpty {
-                // The table's order, so that every batch makes the same SQL.
-                columns = row.keys.sorted { (positions[$0.lowercased()] ?? .max, $0) < (positions[$1.lowercased()] ?? .max, $1) }
-                keyIndexes = try keys.map { key in
-                    guard let index = columns.firstIndex(where: { $0.lowercased() == key }) else {
-                        throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "BulkUpsert: \(Record.self) does not encode the key column \(key)")
-                    }
-                    return index
-                }
-                values.reserveCapacity(columns.count * records.underestimatedCount)
-            }
-            guard row.count == columns.count else { throw Self.mismatch(row, columns) }
-            let start = values.count
-            for column in columns {
-                guard let value = row[column] else { throw Self.mismatch(row, columns) }
-                values.append(value)
-            }
-            if deduplicates, !seen.insert(keyIndexes.map { values[start + $0] }).inserted {
-                values.removeSubrange(start...)
-            }
-        }
-        guard !columns.isEmpty else { return BulkUpsertBatch(columns: [], chunks: []) }
-        var limit = Self.maximumRowsPerStatement
-        while limit > 1, limit * columns.count > 999 { limit /= 2 }
-        var chunks: [(rows: Int, arguments: StatementArguments)] = []
-        var start = 0
-        var left = values.count / columns.count
-        while left > 0 {
-            var size = limit
-            while size > left { size /= 2 }
-            let end = start + size * columns.count
-            chunks.append((size, StatementArguments(values[start..<end])))
-            start = end
-            left -= size
-        }
-        return BulkUpsertBatch(columns: columns, chunks: chunks)
-    }
-
-    static func mismatch(_ row: [String: DatabaseValue], _ columns: [String]) -> DatabaseError {
-        DatabaseError(resultCode: .SQLITE_MISUSE, message: "BulkUpsert: a \(Record.self) encodes \(row.keys.sorted()), another \(columns)")
-    }
-}
-
-/// The SQL of an upsert, for each shape of chunk.
-struct BulkUpsertStatements {
-    /// The columns a chunk binds, and how many rows.
-    struct Shape: Hashable {
-        var columns: [String]
-        var rows: Int
-    }
-
-    /// A shape's statements, from the connection's cache.
-    struct Prepared {
-        let upsert: Statement
-        /// Adds the chunk's keys to the table of keys written; `nil` when the table was empty.
-        let remember: Statement?
-    }
-
-    let table: String
-    let keys: [String]
-    /// The lowercased names of the columns a known row keeps.
-    let kept: Set<String>
-    /// The lowercased names of the columns a known row keeps when the record's value is `NULL`.
-    let keptWhenNull: Set<String>
-    /// Whether the table had rows: then a known row may be updated, and the
-    /// keys written go into a temporary table so that a repeat is skipped.
-    /// When it had none, every conflict is a repeat and is skipped outright,
-    /// which spares about a third of the SQL.
-    let remembers: Bool
-
-    /// The temporary table of keys written, one per table and key.
-    var seenTable: String { "temp." + seenTableName }
-    private var seenTableName: String {
-        "depotBulkUpsertSeen_\(table)_\(keys.joined(separator: "_"))".quotedDatabaseIdentifier
-    }
-
-    func prepareSeenTable(in db: Database) throws {
-        let columns = keys.indices.map { "key\($0)" }.joined(separator: ", ")
-        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS \(seenTableName) (\(columns), PRIMARY KEY (\(columns))) WITHOUT ROWID")
-        try db.execute(sql: "DELETE FROM \(seenTable)")
-    }
-
-    /// How many keys were written; empties the table.
-    func finishSeenTable(in db: Database) throws -> Int {
-        let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(seenTable)") ?? 0
-        try db.execute(sql: "DELETE FROM \(seenTable)")
-        return count
-    }
-
-    func prepare(_ shape: Shape, in db: Database) throws -> Prepared {
-        let width = shape.columns.count
-        let row = "(" + Array(repeating: "?", count: width).joined(separator: ", ") + ")"
-        let values = "VALUES " + Array(repeating: row, count: shape.rows).joined(separator: ", ")
-        let target = table.quotedDatabaseIdentifier
-        let names = shape.columns.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
-        let conflict = keys.map(\.quotedDatabaseIdentifier).joined(separator: ", ")
-        guard remembers else {
-            let upsert = try db.cachedStatement(sql: "INSERT INTO \(target) (\(names)) \(values) ON CONFLICT (\(conflict)) DO NOTHING")
-            return Prepared(upsert: upsert, remember: nil)
-        }
-        let lowercasedKeys = keys.map { $0.lowercased() }
-        // `columnN` is VALUES' name for its Nth column.
-        let keyColumns = lowercasedKeys.map { key in "column\(shape.columns.firstIndex { $0.lowercased() == key }! + 1)" }
-        let unseen = keyColumns.enumerated().map { "key\($0) = incoming.\($1)" }.joined(separator: " AND ")
-        var assignments: [String] = []
-        var changed: [String] = []
-        for column in shape.columns where !lowercasedKeys.contains(column.lowercased()) && !kept.contains(column.lowercased()) {
-            let (name, new, old) = (column.quotedDatabaseIdentifier, "excluded.\(column.quotedDatabaseIdentifier)", "\(target).\(column.quotedDatabaseIdentifier)")
-            if keptWhenNull.contains(column.lowercased()) {
-                assignments.append("\(name) = COALESCE(\(new), \(old))")
-                changed.append("(\(new) IS NOT NULL AND \(old) IS NOT \(new))")
-            } else {
-                assignments.append("\(name) = \(new)")
-                changed.append("\(old) IS NOT \(new)")
-            }
-        }
-        let onConflict = assignments.isEmpty
-            ? "DO NOTHING"
-            : "DO UPDATE SET \(assignments.joined(separator: ", ")) WHERE \(changed.joined(separator: " OR "))"
-        let upsert = try db.cachedStatement(sql: """
-            INSERT INTO \(target) (\(names))
-            SELECT \((1...width).map { "column\($0)" }.joined(separator: ", ")) FROM (\(values)) AS incoming
-            WHERE NOT EXISTS (SELECT 1 FROM \(seenTable) WHERE \(unseen))
-            ON CONFLICT (\(conflict)) \(onConflict)
-            """)
-        let remember = try db.cachedStatement(sql: "INSERT OR IGNORE INTO \(seenTable) SELECT \(keyColumns.joined(separator: ", ")) FROM (\(values))")
-        return Prepared(upsert: upsert, remember: remember)
     }
 }

@@ -205,4 +205,103 @@ import Testing
         }
         #expect(error?.message?.contains("isFavourite") == true)
     }
+
+    // MARK: - Records that list their columns in order
+
+    /// An article that gives its values in a fixed order, as a feed item does.
+    struct OrderedArticle: BulkEncodableRecord, FetchableRecord, Sendable {
+        var article: Article
+        var valueCount = 5
+
+        static let databaseTableName = "article"
+        static let encodedColumns = [Column("id"), Column("title"), Column("body"), Column("published"), Column("isStarred")]
+
+        func encodeValues(into values: inout [DatabaseValue]) {
+            let all = [article.id.databaseValue, article.title.databaseValue, article.body.databaseValue,
+                       article.published.databaseValue, article.isStarred.databaseValue]
+            values.append(contentsOf: all.prefix(valueCount))
+        }
+
+        func encode(to container: inout PersistenceContainer) { encodeColumns(to: &container) }
+
+        init(row: GRDB.Row) throws { article = try Article(row: row) }
+        init(_ article: Article, valueCount: Int = 5) {
+            self.article = article
+            self.valueCount = valueCount
+        }
+    }
+
+    @Test func aRecordInColumnOrderIsWrittenAsAnyOther() throws {
+        // Given every other article known, starred, half of them stale
+        let queue = try database((0..<65).filter { $0.isMultiple(of: 2) }.map { Article(id: $0, title: $0.isMultiple(of: 4) ? "Stale" : "T\($0)", isStarred: true) })
+
+        // When 65 come, unstarred, one of them twice
+        let counts = try queue.write { db in
+            var upsert = try BulkUpsert<OrderedArticle>(db, keeping: [Article.Columns.isStarred])
+            try upsert.write((0..<65).map { OrderedArticle(Article(id: $0, title: "T\($0)")) } + [OrderedArticle(Article(id: 3, title: "Again"))])
+            return try upsert.finish()
+        }
+
+        // Then it is the same upsert: stars kept, the first listing wins, unchanged rows not written
+        #expect(counts == .init(inserted: 32, updated: 17, unchanged: 16))
+        #expect(try articles(in: queue) == (0..<65).map { Article(id: $0, title: "T\($0)", isStarred: $0.isMultiple(of: 2)) })
+        #expect(try updatedIDs(in: queue) == (0..<65).filter { $0.isMultiple(of: 4) })
+        // And encode(to:) gives the same row as the ordered values
+        #expect(try OrderedArticle(Article(id: 1, title: "T", body: "b")).databaseDictionary == Article(id: 1, title: "T", body: "b").databaseDictionary)
+    }
+
+    @Test func aRecordThatGivesTooFewValuesIsRefused() throws {
+        let queue = try database()
+        #expect(throws: DatabaseError.self) {
+            try queue.write { db in
+                var upsert = try BulkUpsert<OrderedArticle>(db)
+                try upsert.write([OrderedArticle(Article(id: 1, title: "T"), valueCount: 4)])
+            }
+        }
+        #expect(try articles(in: queue).isEmpty)
+    }
+
+    // MARK: - Values every row shares
+
+    /// An entry of a list: the key is the list and the id, and a sync writes one list.
+    struct Entry: Codable, Hashable, Sendable, FetchableRecord, PersistableRecord {
+        var list: String
+        var id: Int
+        var title: String
+    }
+
+    @Test func aKeyPartEveryRowSharesStillMatchesAndSkipsRepeats() throws {
+        // Given list "a" with entries 0 to 9 and list "b" with entry 0
+        let queue = try DatabaseQueue()
+        try queue.write { db in
+            try db.create(table: "entry") { t in
+                t.column("list", .text).notNull()
+                t.column("id", .integer).notNull()
+                t.column("title", .text).notNull()
+                t.primaryKey(["list", "id"])
+            }
+            for id in 0..<10 { try Entry(list: "a", id: id, title: "Old").insert(db) }
+            try Entry(list: "b", id: 0, title: "Other list").insert(db)
+        }
+
+        // When list "a" comes with 40 entries, then again with 20 of them retitled
+        let counts = try queue.write { db in
+            var upsert = try BulkUpsert<Entry>(db)
+            try upsert.write((0..<40).map { Entry(list: "a", id: $0, title: "New \($0)") })
+            try upsert.write((0..<20).map { Entry(list: "a", id: $0, title: "Again") })
+            return try upsert.finish()
+        }
+
+        // Then each entry of "a" has its first listing, and "b" is untouched
+        #expect(counts == .init(inserted: 30, updated: 10, unchanged: 0))
+        let entries = try queue.read { db in try Entry.order(Column("list"), Column("id")).fetchAll(db) }
+        #expect(entries == (0..<40).map { Entry(list: "a", id: $0, title: "New \($0)") } + [Entry(list: "b", id: 0, title: "Other list")])
+    }
+
+    @Test func aBatchOfOneRecordRepeatedIsWrittenOnce() throws {
+        let queue = try database()
+        let counts = try upsert([Array(repeating: Article(id: 1, title: "Same"), count: 20)], in: queue)
+        #expect(counts == .init(inserted: 1, updated: 0, unchanged: 0))
+        #expect(try articles(in: queue) == [Article(id: 1, title: "Same")])
+    }
 }

@@ -27,6 +27,7 @@ import Testing
     /// and DepotTesting, named unqualified.
     static let types: [String: Any.Type] = [
         "AsyncHTTPClientTransport": AsyncHTTPClientTransport.self,
+        "BulkEncodableRecord": (any BulkEncodableRecord).Type.self,
         "BulkUpsert": BulkUpsert<Row>.self,
         "CacheInvalidation": CacheInvalidation.self,
         "CachePolicy": CachePolicy.self,
