@@ -117,13 +117,14 @@ import Testing
     func aKeyListedTwiceIsWrittenOnceTheFirstTime(tableHadRows: Bool) throws {
         let queue = try database(tableHadRows ? [Article(id: 1, title: "Old one"), Article(id: 100, title: "Other")] : [])
         let counts = try upsert([
-            [Article(id: 1, title: "First"), Article(id: 2, title: "Second"), Article(id: 1, title: "First again")],
+            // Four rows: one statement, the repeat inside it
+            [Article(id: 1, title: "First"), Article(id: 1, title: "First again"), Article(id: 2, title: "Second"), Article(id: 4, title: "Fourth")],
             [Article(id: 2, title: "Second again"), Article(id: 3, title: "Third")],
         ], in: queue)
 
         let titles = try articles(in: queue).filter { $0.id < 100 }.map(\.title)
-        #expect(titles == ["First", "Second", "Third"])
-        #expect(counts == (tableHadRows ? .init(inserted: 2, updated: 1, unchanged: 0) : .init(inserted: 3, updated: 0, unchanged: 0)))
+        #expect(titles == ["First", "Second", "Third", "Fourth"])
+        #expect(counts == (tableHadRows ? .init(inserted: 3, updated: 1, unchanged: 0) : .init(inserted: 4, updated: 0, unchanged: 0)))
         #expect(try updatedIDs(in: queue) == (tableHadRows ? [1] : []))
     }
 
@@ -303,5 +304,13 @@ import Testing
         let counts = try upsert([Array(repeating: Article(id: 1, title: "Same"), count: 20)], in: queue)
         #expect(counts == .init(inserted: 1, updated: 0, unchanged: 0))
         #expect(try articles(in: queue) == [Article(id: 1, title: "Same")])
+    }
+
+    @Test func aValueOnlySomeRowsShareIsBoundForEachRow() throws {
+        // The first rows agree on the title and the body, the later ones do not
+        let batch = (0..<20).map { Article(id: $0, title: $0 < 2 ? "Same" : "T\($0)", body: $0 < 19 ? "b" : nil) }
+        let queue = try database()
+        #expect(try upsert([batch], in: queue) == .init(inserted: 20, updated: 0, unchanged: 0))
+        #expect(try articles(in: queue) == batch)
     }
 }
