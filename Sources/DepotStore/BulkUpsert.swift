@@ -30,7 +30,10 @@ import GRDB
 ///
 /// The records go into SQLite as multi-row statements, up to
 /// 64 rows each, kept in the connection's statement cache: several times
-/// faster than a statement per record. Every record must encode the same
+/// faster than a statement per record. A value every row of a batch shares
+/// (a feed, a parent's id) is bound once a statement. For writes of many
+/// thousands, let the record conform to ``BulkEncodableRecord``: it then
+/// costs no dictionary per record. Every record must encode the same
 /// columns, and no key column may be `NULL`. A failure throws, and the
 /// caller's transaction rolls back everything the upsert wrote. Use one
 /// upsert at a time per table and, for the counts to be right, write the
