@@ -1,3 +1,4 @@
+import DepotStore
 import Foundation
 import GRDB
 
@@ -110,16 +111,9 @@ public struct FeedItem: Codable, Hashable, Sendable, Identifiable, FetchableReco
         isRead = row[Columns.isRead]
     }
 
-    /// Encodes the record column by column.
-    public func encode(to container: inout PersistenceContainer) throws {
-        container[Columns.id] = id
-        container[Columns.link] = link
-        container[Columns.title] = title
-        container[Columns.author] = author
-        container[Columns.summary] = summary
-        container[Columns.published] = published
-        container[Columns.feed] = feed
-        container[Columns.isRead] = isRead
+    /// Encodes the record column by column, from ``encodedColumns`` and ``encodeValues(into:)``.
+    public func encode(to container: inout PersistenceContainer) {
+        encodeColumns(to: &container)
     }
 
     /// The items of one feed, newest first; undated items last, then by title.
@@ -141,5 +135,23 @@ public struct FeedItem: Codable, Hashable, Sendable, Identifiable, FetchableReco
     /// The items of the feed at `feed`, newest first.
     public static func newestFirst(feed: URL) -> QueryInterfaceRequest<FeedItem> {
         newestFirst(feed: feed.absoluteString)
+    }
+}
+
+extension FeedItem: BulkEncodableRecord {
+    /// The columns a merge writes, in the table's order.
+    public static let encodedColumns = [Columns.feed, Columns.id, Columns.link, Columns.title, Columns.author, Columns.summary, Columns.published, Columns.isRead]
+
+    /// Appends the values of ``encodedColumns``, in order. A date is the text
+    /// GRDB stores a `Date` as, so that an unchanged date compares equal.
+    public func encodeValues(into values: inout [DatabaseValue]) {
+        values.append(feed.databaseValue)
+        values.append(id.databaseValue)
+        values.append(link.databaseValue)
+        values.append(title.databaseValue)
+        values.append(author.databaseValue)
+        values.append(summary.databaseValue)
+        values.append(published.databaseValue)
+        values.append(isRead.databaseValue)
     }
 }

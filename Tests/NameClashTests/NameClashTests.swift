@@ -16,16 +16,19 @@ import Testing
 /// modules unqualified. It compiles only if no name is ambiguous, and the
 /// test checks that each name is Depot's own type.
 @Suite struct NameClashTests {
-    struct Row: FetchableRecord, Identifiable, Equatable, Sendable {
+    struct Row: FetchableRecord, PersistableRecord, Identifiable, Equatable, Sendable {
         var id: Int
         init(row: GRDB.Row) throws { id = row["id"] }
         init(id: Int) { self.id = id }
+        func encode(to container: inout PersistenceContainer) { container["id"] = id }
     }
 
     /// Every public top-level type of Depot, DepotStore, DepotAsyncHTTPClient
     /// and DepotTesting, named unqualified.
     static let types: [String: Any.Type] = [
         "AsyncHTTPClientTransport": AsyncHTTPClientTransport.self,
+        "BulkEncodableRecord": (any BulkEncodableRecord).Type.self,
+        "BulkUpsert": BulkUpsert<Row>.self,
         "CacheInvalidation": CacheInvalidation.self,
         "CachePolicy": CachePolicy.self,
         "CacheUpdate": CacheUpdate<Int>.self,
