@@ -15,6 +15,7 @@ enum AllocationBench {
         guard isPreloaded else { return try relaunchWithInterposer() }
         print("allocations per operation (malloc calls in this process, all threads), \(operations) operations after a warm-up\n")
 
+        var controllerOnly: [Double] = []  // with notifications, then without
         for notifications in [true, false] {
             var configuration = NetworkController.Configuration(
                 baseURL: URL(string: "http://127.0.0.1:1")!,
@@ -27,6 +28,7 @@ enum AllocationBench {
                 _ = try await controller.perform(TransportBench.GetItem(id: index))
             }
             report(notifications ? "controller only (in memory)" : "controller only (in memory), no notifications", count)
+            controllerOnly.append(count)
         }
         // What each interceptor costs per request: in memory, no notifications,
         // against the plain controller above.
@@ -38,6 +40,7 @@ enum AllocationBench {
             ("+ TokenAuthenticator (adds the bearer token)", { $0.authenticator = authenticator }),
             ("+ both", { $0.interceptors = [PassThrough()]; $0.authenticator = authenticator }),
         ]
+        var added: [Double] = []
         for (label, configure) in variants {
             var configuration = NetworkController.Configuration(baseURL: memoryBase, transport: OverheadBench.InstantTransport(), limits: .init(concurrency: .fixed(1)), observability: .init(notificationCenter: nil))
             configure(&configuration)
@@ -46,6 +49,7 @@ enum AllocationBench {
                 _ = try await controller.perform(TransportBench.GetItem(id: index))
             }
             report("controller only, no notifications, \(label)", count)
+            added.append(count - controllerOnly[1])
         }
 
         let server = try ServerProcess.start()
@@ -67,6 +71,7 @@ enum AllocationBench {
             precondition(bytes > 1000)
         }
         report("AsyncHTTPClientTransport alone (loopback)", alone, versus: raw)
+        var depotOverRaw: [Double] = []  // with notifications, then without
         for notifications in [true, false] {
             var configuration = NetworkController.Configuration(baseURL: base, transport: AsyncHTTPClientTransport(), limits: .init(concurrency: .fixed(1)))
             if !notifications { configuration.observability.notificationCenter = nil }
@@ -76,9 +81,18 @@ enum AllocationBench {
                 precondition(bytes > 1000)
             }
             report(notifications ? "Depot + AsyncHTTPClientTransport (loopback)" : "Depot + AsyncHTTPClientTransport, no notifications (loopback)", depot, versus: raw)
+            depotOverRaw.append(depot - raw)
             _ = await controller.shutdown(grace: .seconds(1))
         }
         await transport.shutdown()
+
+        SummaryRow.print([
+            SummaryRow("allocations: controller only, in memory", String(format: "%.1f mallocs/operation; %.1f without notifications", controllerOnly[0], controllerOnly[1])),
+            SummaryRow("allocations: + pass-through `ResponseInterceptor` / + `TokenAuthenticator` / both (no notifications)", added.map { SummaryRow.signed($0) }.joined(separator: " / ")),
+            SummaryRow("allocations: Depot + AsyncHTTPClientTransport over raw, loopback",
+                       "\(SummaryRow.signed(depotOverRaw[0])) on raw's \(String(format: "%.1f", raw)); \(SummaryRow.signed(depotOverRaw[1])) without notifications"),
+            SummaryRow("allocations: AsyncHTTPClientTransport alone over raw, loopback", SummaryRow.signed(alone - raw)),
+        ])
     }
 
     /// An interceptor that passes every attempt on: the cost of asking one.

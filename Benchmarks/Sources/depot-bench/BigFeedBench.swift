@@ -82,6 +82,14 @@ enum BigFeedBench {
         let rss = syncs.map(\.peakRSSKilobytes).max()! / 1024
         say(String(format: "sync of %d items (%.1f MB): %.2f s (median of %d), %.2fx XMLParser alone (%.2f s; target <= 1.5x), %.2fx sqlite3 inserting the rows (%.2f s); peak RSS %d MB (worst; target < 150 MB)",
                    items, Double(data.count) / 1e6, sync, syncs.count, sync / parse, parse, sync / floor, floor, rss))
+        let count = SummaryRow.grouped(Double(items))
+        SummaryRow.print([
+            SummaryRow(String(format: "bigfeed: sync of %@ items (%.1f MB RSS feed), peak RSS", count, Double(data.count) / 1e6), target: "< 150 MB", "\(rss) MB", met: rss < 150),
+            SummaryRow("bigfeed: sync time of \(count) items vs `XMLParser` alone on the same bytes", target: "≤ 1.5× `XMLParser`",
+                       String(format: "%.2f s median, %@ (%.2f s)", sync, SummaryRow.times(sync / parse), parse), met: sync / parse <= 1.5),
+            SummaryRow("bigfeed: `sqlite3` inserting the same \(count) rows; sync vs that",
+                       String(format: "%.2f s (%@ `XMLParser`); sync %@", floor, SummaryRow.times(floor / parse), SummaryRow.times(sync / floor))),
+        ])
     }
 
     /// The write alone, as fast as SQLite does it: the `sqlite3` shell makes

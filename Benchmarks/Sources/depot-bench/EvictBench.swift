@@ -74,6 +74,38 @@ enum EvictBench {
                      ms(depot.map(\.longestStall).max()!), ms(raw.map(\.longestStall).max()!),
                      ms(depot.map(\.longestWriteWait).max()!), ms(raw.map(\.longestWriteWait).max()!),
                      bestDepot.peakRSSMegabytes, bestRaw.peakRSSMegabytes))
+        SummaryRow.print(summary(rows: rows, watch: watch, depot: depot, raw: raw))
+    }
+
+    /// BENCHMARKS.md's rows: the time and the writer's longest wait, then the
+    /// main actor and memory. The target, that eviction holds the writer for
+    /// at most one batch, is met when a one-row write waited less than under
+    /// the raw `DELETE`, which holds the writer for all the rows.
+    static func summary(rows: Int, watch: Watch, depot: [Measurement], raw: [Measurement]) -> [SummaryRow] {
+        let bestDepot = depot.min { $0.seconds < $1.seconds }!
+        let bestRaw = raw.min { $0.seconds < $1.seconds }!
+        let (depotWait, rawWait) = (depot.map(\.longestWriteWait).max()!, raw.map(\.longestWriteWait).max()!)
+        let (depotStall, rawStall) = (depot.map(\.longestStall).max()!, raw.map(\.longestStall).max()!)
+        func milliseconds(_ duration: Duration) -> String { String(format: "%.0f", duration.seconds * 1e3) }
+        let memory = "\(ms(depotStall)) (raw \(String(format: "%.1f", rawStall.seconds * 1e3))); \(bestDepot.peakRSSMegabytes) MB (raw \(bestRaw.peakRSSMegabytes))"
+        let ratio = SummaryRow.times(bestDepot.seconds / bestRaw.seconds)
+        switch watch {
+        case .page:
+            return [
+                SummaryRow("evict: \(SummaryRow.grouped(Double(rows / 2))) of \(SummaryRow.grouped(Double(rows))) rows (`maxAge`), controller on newest 1,000, vs raw `DELETE`",
+                           target: "writer held ≤ one batch (500 rows)",
+                           String(format: "%.2f s (%@ raw's %.3f s); longest one-row write wait %@ ms (raw %@ ms)", bestDepot.seconds, ratio, bestRaw.seconds, milliseconds(depotWait), milliseconds(rawWait)),
+                           met: depotWait < rawWait),
+                SummaryRow("evict page: main-actor stall; peak RSS", memory),
+            ]
+        case .all:
+            return [
+                SummaryRow("evict all: the same, controller on the whole table",
+                           String(format: "%@ s (best %.3f s, %@ raw's %.3f s); %@ deliveries", SummaryRow.range(depot.map(\.seconds), digits: 2), bestDepot.seconds, ratio, bestRaw.seconds,
+                                  SummaryRow.range(depot.map { Double($0.deliveries) }, digits: 0))),
+                SummaryRow("evict all: write wait; main-actor stall; peak RSS", "\(milliseconds(depotWait)) ms (raw \(milliseconds(rawWait))); \(memory)"),
+            ]
+        }
     }
 
     static func line(_ m: Measurement) -> String {

@@ -257,24 +257,38 @@ enum FirstRowsBench {
         }
         say(line("  SQLite C API (open + read):                       ", rawTotal))
         say(line("  GRDB alone (DatabasePool + read, by position):    ", grdbTotal))
+        /// The median of per-repetition ratios to the C API (the figure), the ratio of medians and p90.
+        func versusC(_ figures: Figures) -> (paired: Double, medians: Double, p90: Double) {
+            let paired = zip(figures.total, rawTotal).map { $0 / $1 }
+            return (percentile(paired, 0.5), percentile(figures.total, 0.5) / percentile(rawTotal, 0.5), percentile(paired, 0.9))
+        }
         for (name, figures) in [("records decoded by position (like the C API)", positional), ("records decoded by name, dates parsed (FeedItem)", named)] {
             say("  Store + ResultsController, \(name):")
             say(line("    first snapshot:                                 ", figures.total))
             say(line("    of which Store(path:migrator:):                 ", figures.open))
             say(line("    of which ResultsController(...):                ", figures.results))
-            let paired = zip(figures.total, rawTotal).map { $0 / $1 }
+            let ratio = versusC(figures)
             say(String(format: "    against the C API: %.2fx (medians), %.2fx (median of paired ratios), p90 %.2fx; CPU per repetition with its live-update check %.2f ms",
-                       percentile(figures.total, 0.5) / percentile(rawTotal, 0.5), percentile(paired, 0.5), percentile(paired, 0.9), percentile(figures.cpu, 0.5) * 1e3))
+                       ratio.medians, ratio.paired, ratio.p90, percentile(figures.cpu, 0.5) * 1e3))
         }
         say(String(format: "  GRDB alone / C API: %.2fx", percentile(grdbTotal, 0.5) / percentile(rawTotal, 0.5)))
+        var rows = [("firstrows: `Store` open + first 1,000-row snapshot vs SQLite C API, by position", positional), ("firstrows: the same, records shaped like `FeedItem`", named)].map { figure, figures in
+            let ratio = versusC(figures)
+            return SummaryRow(figure, target: "≤ 3×", String(format: "%@ paired (%@ of medians; C API %.2f ms); p90 %@",
+                                                             SummaryRow.times(ratio.paired), SummaryRow.times(ratio.medians), percentile(rawTotal, 0.5) * 1e3, SummaryRow.times(ratio.p90)),
+                              met: ratio.paired <= 3)
+        }
+        rows.append(SummaryRow("firstrows: GRDB alone vs C API", SummaryRow.times(percentile(grdbTotal, 0.5) / percentile(rawTotal, 0.5))))
 
-        guard let binaries else { return }
-        try await wholeProcess(binaries: binaries, trivialSwift: trivialSwift, folder: folder, repetitions: repetitions)
+        if let binaries {
+            rows += try await wholeProcess(binaries: binaries, trivialSwift: trivialSwift, folder: folder, repetitions: repetitions)
+        }
+        SummaryRow.print(rows)
     }
 
     /// `nerdfeed --once --offline --limit 1000` against `sqlite3` on the same
-    /// cache, and the floor of starting a process, alternated.
-    static func wholeProcess(binaries: String, trivialSwift: String?, folder: URL, repetitions: Int) async throws {
+    /// cache, and the floor of starting a process, alternated; returns their summary rows.
+    static func wholeProcess(binaries: String, trivialSwift: String?, folder: URL, repetitions: Int) async throws -> [SummaryRow] {
         // The same schema as the app's (its migrations' names), so nerdfeed takes the file as its own.
         let cache = folder.appending(path: "nerdfeed.sqlite").path
         try await makeCache(at: cache)
@@ -296,6 +310,13 @@ enum FirstRowsBench {
             say(String(format: "  %@: median %.2f ms, p90 %.2f ms", command.0, percentile(times[index], 0.5) * 1e3, percentile(times[index], 0.9) * 1e3))
         }
         say(String(format: "  nerdfeed / sqlite3: %.2fx", percentile(times[0], 0.5) / percentile(times[1], 0.5)))
+        let median = times.map { percentile($0, 0.5) * 1e3 }
+        return [
+            SummaryRow("firstrows: whole process, `nerdfeed --once --offline --limit 1000` vs `sqlite3`",
+                       String(format: "%.1f vs %.1f ms (%@)", median[0], median[1], SummaryRow.times(median[0] / median[1]))),
+            SummaryRow("firstrows: process floor, `/bin/true` / trivial Swift program",
+                       String(format: "%.2f / %@ ms", median[2], median.count > 3 ? String(format: "%.2f", median[3]) : "–")),
+        ]
     }
 
     struct Figures {

@@ -121,6 +121,36 @@ enum OutboxBench {
             let share = Double(after.steal - before.steal) / Double(after.total - before.total) * 100
             print(String(format: "\nsteal during the run: %.0f%% of this VM's CPU time (/proc/stat)", share))
         }
+        SummaryRow.print(summary(enqueueRows, replayRows, count: count))
+    }
+
+    /// BENCHMARKS.md's outbox rows: medians over rounds; "vs raw" is the
+    /// median of per-round ratios, as in the enqueue table.
+    static func summary(_ enqueueRows: [EnqueueRow], _ replayRows: [ReplayRow], count: Int) -> [SummaryRow] {
+        func enqueue(_ name: String) -> EnqueueRow { enqueueRows.first { $0.name == name }! }
+        let send = enqueue("Depot Outbox.send, offline controller")
+        func versus(_ raw: EnqueueRow, unit: String) -> (ratio: Double, text: String) {
+            let ratio = median(zip(send.perSend, raw.perSend).map { $0 / $1 })
+            return (ratio, String(format: "%@ (%.1f vs %.1f µs/%@)", SummaryRow.times(ratio), median(send.perSend) * 1e6, median(raw.perSend) * 1e6, unit))
+        }
+        let perTransaction = versus(enqueue("raw GRDB, one transaction per mutation"), unit: "send")
+        let oneTransaction = versus(enqueue("raw GRDB, all in one transaction"), unit: "mutation")
+
+        /// "a / b mutations/s; c / d µs client CPU each" for 1 and 8 lanes.
+        func replay(_ prefix: String) -> (text: String, server: [Double]) {
+            let lanes = [1, 8].map { lanes in replayRows.first { $0.name == "\(prefix), \(lanes) lane\(lanes == 1 ? "" : "s")" }!.runs }
+            func each(_ value: (ReplayRun) -> Double) -> String { lanes.map { SummaryRow.grouped(median($0.map(value))) }.joined(separator: " / ") }
+            return ("\(each { Double(count) / $0.wall }) mutations/s; \(each { $0.clientCPU / Double(count) * 1e6 }) µs client CPU each",
+                    lanes.map { runs in median(runs.map { $0.serverCPU / Double(count) * 1e6 }) })
+        }
+        let depot = replay("Depot outbox")
+        return [
+            SummaryRow("outbox: `Outbox.send` offline vs raw GRDB, a transaction per mutation", target: "≤ 1.5× raw", perTransaction.text, met: perTransaction.ratio <= 1.5),
+            SummaryRow("outbox: `Outbox.send` vs raw GRDB, all in one transaction", oneTransaction.text),
+            SummaryRow("outbox: replay of \(SummaryRow.grouped(Double(count))) mutations over loopback, 1 / 8 lanes",
+                       "\(depot.text) (server \(depot.server.map { "+" + SummaryRow.grouped($0) }.joined(separator: " / ")) µs)"),
+            SummaryRow("outbox: hand-written replay (GRDB + AsyncHTTPClient), 1 / 8 lanes", replay("raw replay: GRDB + AsyncHTTPClient").text),
+        ]
     }
 
     // MARK: - 1. Durable enqueue

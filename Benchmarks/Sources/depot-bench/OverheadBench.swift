@@ -47,16 +47,29 @@ enum OverheadBench {
             _ = ColdCaches.buffer.count  // made (and its pages faulted in) before any timing
             print("cold caches: every operation first reads \(ColdCaches.size >> 20) MB")
         }
-        try await run(operations: operations, transport: InstantTransport(), label: "controller only")
-        try await run(operations: operations, transport: SuspendingTransport(), label: "controller, suspending transport")
-        try await runAlone(operations: operations, label: "suspending transport alone", inTaskOfItsOwn: false)
-        try await runAlone(operations: operations, label: "suspending transport alone, in a task of its own", inTaskOfItsOwn: true)
+        let instant = try await run(operations: operations, transport: InstantTransport(), label: "controller only")
+        let suspending = try await run(operations: operations, transport: SuspendingTransport(), label: "controller, suspending transport")
+        let alone = try await runAlone(operations: operations, label: "suspending transport alone", inTaskOfItsOwn: false)
+        _ = try await runAlone(operations: operations, label: "suspending transport alone, in a task of its own", inTaskOfItsOwn: true)
+
+        func cpu(_ microseconds: Double) -> String { String(format: "%.1f µs CPU/operation", microseconds) }
+        var rows: [SummaryRow] = []
+        for concurrency in [1, 8] {
+            if let value = instant[concurrency] { rows.append(SummaryRow("overhead: controller only, in memory, c=\(concurrency)", cpu(value))) }
+        }
+        if let value = suspending[8] { rows.append(SummaryRow("overhead: controller, suspending transport, c=8", cpu(value))) }
+        if let controller = suspending[8], let transport = alone[8] {
+            rows.append(SummaryRow("overhead: controller's share, suspending transport, c=8, \(ColdCaches.isOn ? "cold" : "hot") caches", cpu(controller - transport)))
+        }
+        SummaryRow.print(rows)
     }
 
     /// The suspending transport without the controller; `inTaskOfItsOwn` runs each
     /// transfer in a task whose value the caller awaits, the shape of a Depot job.
-    static func runAlone(operations: Int, label: String, inTaskOfItsOwn: Bool) async throws {
-        if let only = ProcessInfo.processInfo.environment["DEPOT_BENCH_ONLY"], only != label { return }
+    /// Returns CPU µs per operation by concurrency.
+    static func runAlone(operations: Int, label: String, inTaskOfItsOwn: Bool) async throws -> [Int: Double] {
+        if let only = ProcessInfo.processInfo.environment["DEPOT_BENCH_ONLY"], only != label { return [:] }
+        var measured: [Int: Double] = [:]
         for concurrency in [1, 8] where ProcessInfo.processInfo.environment["DEPOT_BENCH_C"].map({ Int($0) == concurrency }) ?? true {
             let transport = SuspendingTransport()
             let transfer: @Sendable (Int) async throws -> Void = { index in
@@ -80,11 +93,15 @@ enum OverheadBench {
             let cpu = TransportBench.cpuSeconds(children: false) - cpuBefore
             let switches = Double(TransportBench.contextSwitches() - switchesBefore) / Double(operations)
             print(String(format: "\(label), c=%d: %.1f µs wall and %.1f µs CPU per operation, %.2f context switches (%d operations)", concurrency, wall / Double(operations) * 1e6, cpu / Double(operations) * 1e6, switches, operations))
+            measured[concurrency] = cpu / Double(operations) * 1e6
         }
+        return measured
     }
 
-    static func run(operations: Int, transport: any Transport, label: String) async throws {
-        if let only = ProcessInfo.processInfo.environment["DEPOT_BENCH_ONLY"], only != label { return }
+    /// The controller on `transport`; returns CPU µs per operation by concurrency.
+    static func run(operations: Int, transport: any Transport, label: String) async throws -> [Int: Double] {
+        if let only = ProcessInfo.processInfo.environment["DEPOT_BENCH_ONLY"], only != label { return [:] }
+        var measured: [Int: Double] = [:]
         for concurrency in [1, 8] where ProcessInfo.processInfo.environment["DEPOT_BENCH_C"].map({ Int($0) == concurrency }) ?? true {
             var configuration = NetworkController.Configuration(
                 baseURL: URL(string: "http://127.0.0.1:1")!,
@@ -105,7 +122,9 @@ enum OverheadBench {
             let wall = (ContinuousClock.now - start).seconds
             let cpu = TransportBench.cpuSeconds(children: false) - cpuBefore
             print(String(format: "\(label), c=%d: %.1f µs wall and %.1f µs CPU per operation, %.2f context switches (%d operations)", concurrency, wall / Double(operations) * 1e6, cpu / Double(operations) * 1e6, switches, operations))
+            measured[concurrency] = cpu / Double(operations) * 1e6
             _ = await controller.shutdown(grace: .zero)
         }
+        return measured
     }
 }

@@ -99,7 +99,8 @@ enum RealLinkBench {
             try shell("/usr/sbin/ip", ["netns", "exec", namespace, "ip", "link", "set", "dev", "lo", "gso_max_size", "1500", "gso_max_segs", "1"])
         }
         let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        try shell("/usr/sbin/ip", ["netns", "exec", namespace, "env", "\(insideVariable)=1", me, "reallink", String(repeats), String(lows), server], inheritOutput: true)
+        // The arguments as given, so that the summary rows show the command as run.
+        try shell("/usr/sbin/ip", ["netns", "exec", namespace, "env", "\(insideVariable)=1", me] + CommandLine.arguments.dropFirst(), inheritOutput: true)
     }
 
     static func inside(repeats: Int, lows: Int, server: String) async throws {
@@ -112,6 +113,7 @@ enum RealLinkBench {
         let only = ProcessInfo.processInfo.environment["DEPOT_REALLINK_ONLY"].map { $0.split(separator: "|").map(String.init) }
         let setups = Setup.allCases.filter { only?.contains($0.key) ?? true }
         let rateNames = ProcessInfo.processInfo.environment["DEPOT_REALLINK_RATES"].map { $0.split(separator: "|").map(String.init) }
+        var measured: [Measured] = []
         for rate in rates where rateNames?.contains(rate.tc) ?? true {
             try shell("tc", ["qdisc", "replace", "dev", "lo", "root", "tbf", "rate", rate.tc, "burst", "32kb", "latency", "500ms"])
             let minimum = Double(highBytes) * 8 / rate.bitsPerSecond
@@ -143,9 +145,68 @@ enum RealLinkBench {
                            median(total), total.min()!, total.max()!, (median(total) / fifoTotal - 1) * 100,
                            sim.high, sim.high / minimum, sim.total, fair.high, fair.high / minimum, fair.total))
             }
+            measured.append(Measured(rate: rate.name, minimum: minimum, real: real, simulated: simulated))
         }
         try shell("tc", ["qdisc", "delete", "dev", "lo", "root"], mayFail: true)
         say(loadLine())
+        SummaryRow.print(summary(measured, lows: lows))
+    }
+
+    /// One rate's runs: the real ones by setup, and the simulated ones with tbf's queue.
+    struct Measured {
+        var rate: String
+        var minimum: Double
+        var real: [Setup: [Sample]]
+        var simulated: [Setup: Sample]
+
+        /// The median high-priority time of `setup` on the real link over the physical minimum.
+        func high(_ setup: Setup) -> Double? {
+            real[setup].map { RealLinkBench.median($0.map(\.high)) / minimum }
+        }
+
+        func total(_ setup: Setup) -> Double? {
+            real[setup].map { RealLinkBench.median($0.map(\.total)) }
+        }
+    }
+
+    /// BENCHMARKS.md's rows, for the rates and setups this run measured.
+    /// With loopback's offload kept (`DEPOT_REALLINK_GSO=1`) only its own row.
+    static func summary(_ measured: [Measured], lows: Int) -> [SummaryRow] {
+        /// "a / b; c / d": `value` for each setup, rates apart; nil when one is missing.
+        func perRate(_ setups: [Setup], _ value: (Measured, Setup) -> Double?) -> String? {
+            let texts = measured.map { rate in setups.map { value(rate, $0).map(SummaryRow.times) } }
+            guard !texts.isEmpty, texts.allSatisfy({ $0.allSatisfy { $0 != nil } }) else { return nil }
+            return texts.map { $0.map { $0! }.joined(separator: " / ") }.joined(separator: "; ")
+        }
+        let rateList = measured.map(\.rate).joined(separator: "; ")
+        if ProcessInfo.processInfo.environment["DEPOT_REALLINK_GSO"] != nil {
+            return perRate([.depot, .depotUnpaced]) { $0.high($1) }.map { [SummaryRow("reallink with loopback offload kept, Depot / pacing off, \(rateList)", $0)] } ?? []
+        }
+        var rows: [SummaryRow] = []
+        for (index, rate) in measured.enumerated() {
+            guard let samples = rate.real[.depot], let high = rate.high(.depot) else { continue }
+            let name = index == 0 && rate.rate == Self.rates[0].name
+                ? "reallink: high-priority \(highBytes / 1000) KB behind \(lows) low \(lowBytes / 1000) KB, `tbf` \(rate.rate), vs \(String(format: "%.3f", rate.minimum)) s minimum"
+                : "reallink: the same at \(rate.rate), vs \(String(format: "%.3f", rate.minimum)) s minimum"
+            rows.append(SummaryRow(name, target: "≤ 1.5×", "\(SummaryRow.times(high)) (\(SummaryRow.range(samples.map(\.high), digits: 3)) s)", met: high <= 1.5))
+        }
+        let totals = measured.compactMap { rate in rate.total(.depot).flatMap { depot in rate.total(.fifo).map { (depot, $0) } } }
+        if !totals.isEmpty, totals.count == measured.count {
+            let changes = totals.map { ($0.0 / $0.1 - 1) * 100 }
+            rows.append(SummaryRow("reallink: all \(lows + 1) transfers vs FIFO (fixed 6), \(measured.map(\.rate).joined(separator: " / "))", target: "within 5%",
+                                   "\(changes.map { SummaryRow.percent($0) }.joined(separator: " / ")) (\(totals.map { String(format: "%.2f", $0.0) }.joined(separator: " / ")) vs \(totals.map { String(format: "%.2f", $0.1) }.joined(separator: " / ")) s)",
+                                   met: changes.allSatisfy { $0 <= 5 }))
+        }
+        for rate in measured {
+            let others: [Setup] = [.depotUnpaced, .fixedPriorities, .fixedPriorities2, .fifo]
+            let values = others.compactMap { rate.high($0) }
+            guard values.count == others.count else { continue }
+            rows.append(SummaryRow("reallink \(rate.rate): pacing off / fixed 6 prio / fixed 2 prio / FIFO", values.map(SummaryRow.times).joined(separator: " / ")))
+        }
+        if let simulated = perRate([.depot, .depotUnpaced], { rate, setup in rate.simulated[setup].map { $0.high / rate.minimum } }) {
+            rows.append(SummaryRow("reallink on `NetworkSimulator` with tbf's queue, Depot / pacing off, \(rateList)", simulated))
+        }
+        return rows
     }
 
     static func configure(_ configuration: inout NetworkController.Configuration, _ setup: Setup) {

@@ -115,7 +115,7 @@ extension SoakBench {
         await frames.value
         let alive = await soak.releaseAll(patience: .seconds(10))
 
-        return verdict(minutes: minutes, counters: counters, report: report, shutdownTime: shutdownTime, open: soak.live, aliveControllers: alive)
+        return verdict(duration: duration, minutes: minutes, counters: counters, report: report, shutdownTime: shutdownTime, open: soak.live, aliveControllers: alive)
     }
 
     /// Each second: the controller's quality and the stalls; each minute: a
@@ -173,7 +173,7 @@ extension SoakBench {
 // MARK: - Verdict
 
 extension SoakBench {
-    static func verdict(minutes: [Minute], counters: Counters, report: ShutdownReport, shutdownTime: Duration, open: [Ticket], aliveControllers: Int) -> Bool {
+    static func verdict(duration: Duration, minutes: [Minute], counters: Counters, report: ShutdownReport, shutdownTime: Duration, open: [Ticket], aliveControllers: Int) -> Bool {
         var passed = true
         let enqueued = counters.enqueued.load(ordering: .relaxed)
         let (succeeded, cancelled, failed) = (counters.succeeded.load(ordering: .relaxed), counters.cancelled.load(ordering: .relaxed), counters.failed.load(ordering: .relaxed))
@@ -219,7 +219,38 @@ extension SoakBench {
         }
         say("no deadlock (watchdog: \(watchdogSeconds) s)")
         say(passed ? "PASS" : "FAIL")
+        let problems = [(lost, "lost"), (duplicates, "doubled"), (aliveControllers + lingering, "not freed")].filter { $0.0 != 0 }
+        SummaryRow.print(summary(duration: duration, minutes: minutes, completions: succeeded, problems: problems.map { "\($0.0) \($0.1)" }))
         return passed
+    }
+
+    /// BENCHMARKS.md's soak rows, named for `MALLOC_ARENA_MAX` when it is set.
+    ///
+    /// - Parameter problems: Lost or doubled completions and unfreed controllers, as "3 lost".
+    static func summary(duration: Duration, minutes: [Minute], completions: Int, problems: [String]) -> [SummaryRow] {
+        let arenas = ProcessInfo.processInfo.environment["MALLOC_ARENA_MAX"].map { ", `MALLOC_ARENA_MAX=\($0)`" } ?? ""
+        var rows: [SummaryRow] = []
+        if minutes.count >= 2 {
+            let (second, last) = (minutes[1], minutes[minutes.count - 1])
+            let change = (last.rss - second.rss) / second.rss * 100
+            rows.append(SummaryRow("soak: RSS, last minute vs second\(arenas)", target: "within 10%", SummaryRow.percent(change), met: abs(change) <= 10))
+            if let secondHeap = second.heap, let lastHeap = last.heap {
+                rows.append(SummaryRow("soak: malloc heap in use, last minute vs second\(arenas)", String(format: "%@ (%.1f MB)", SummaryRow.percent((lastHeap - secondHeap) / secondHeap * 100), lastHeap)))
+            }
+        }
+        rows.append(SummaryRow("soak: deadlocks; lost or doubled completions; released controllers not freed\(arenas)", target: "none",
+                               problems.isEmpty ? "none" : problems.joined(separator: ", "), met: problems.isEmpty))
+        // Each minute's mean commit: the counters are running totals.
+        let commitMeans = zip(minutes, [Minute(rss: 0, transfers: 0, stall: .zero, qualities: [])] + minutes).map { minute, previous in
+            Double(minute.commitTime - previous.commitTime) / Double(max(1, minute.commits - previous.commits)) / 1e6
+        }
+        let stall = minutes.map(\.stall).max() ?? .zero
+        rows.append(SummaryRow("soak: longest main-actor stall; writer's commit mean; threads\(arenas)",
+                               String(format: "%.1f ms; %@ ms; %@", stall.seconds * 1e3, SummaryRow.range(commitMeans), SummaryRow.range(minutes.compactMap { $0.threads.map(Double.init) }, digits: 0))))
+        let seconds = duration.components.seconds
+        let span = seconds % 60 == 0 ? "\(seconds / 60) minute\(seconds == 60 ? "" : "s")" : "\(seconds) seconds"
+        rows.append(SummaryRow("soak: completions in \(span)\(arenas)", SummaryRow.grouped(Double(completions))))
+        return rows
     }
 
     /// Once a second until the run is finished: fails the run (exit 1) when the

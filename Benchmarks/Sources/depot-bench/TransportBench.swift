@@ -98,6 +98,7 @@ enum TransportBench {
             let share = Double(after.steal - before.steal) / Double(after.total - before.total) * 100
             print(String(format: "\nsteal during the run: %.0f%% of this VM's CPU time (/proc/stat)", share))
         }
+        SummaryRow.print(summary(rows))
     }
 
     static func report(_ row: Row) {
@@ -111,13 +112,63 @@ enum TransportBench {
 
     /// The median and the quartiles of `values`, as "m (q1 to q3)".
     static func spread(_ values: [Double]) -> String {
+        String(format: "%+.1f%% (%+.1f to %+.1f)", quantile(values, 0.5), quantile(values, 0.25), quantile(values, 0.75))
+    }
+
+    /// The `q` quantile of `values`, interpolated between neighbours.
+    static func quantile(_ values: [Double], _ q: Double) -> Double {
         let sorted = values.sorted()
-        func quantile(_ q: Double) -> Double {
-            let position = q * Double(sorted.count - 1)
-            let lower = Int(position.rounded(.down)), upper = Int(position.rounded(.up))
-            return sorted[lower] + (sorted[upper] - sorted[lower]) * (position - Double(lower))
+        let position = q * Double(sorted.count - 1)
+        let lower = Int(position.rounded(.down)), upper = Int(position.rounded(.up))
+        return sorted[lower] + (sorted[upper] - sorted[lower]) * (position - Double(lower))
+    }
+
+    /// BENCHMARKS.md's transport rows, from the clients this run measured.
+    static func summary(_ rows: [Row]) -> [SummaryRow] {
+        func row(_ name: String, _ concurrency: Int) -> Row? {
+            rows.first { $0.name == name && $0.concurrency == concurrency }
         }
-        return String(format: "%+.1f%% (%+.1f to %+.1f)", quantile(0.5), quantile(0.25), quantile(0.75))
+        /// Against the raw client, paired by round: the medians of the changes in CPU per request and requests/s.
+        func overRaw(_ name: String, _ concurrency: Int) -> (cpu: Double, throughput: Double)? {
+            guard let row = row(name, concurrency), !row.paired.cpu.isEmpty else { return nil }
+            return (quantile(row.paired.cpu, 0.5), quantile(row.paired.throughput, 0.5))
+        }
+        func text(_ change: (cpu: Double, throughput: Double)) -> String {
+            "\(SummaryRow.percent(change.cpu)) CPU, \(SummaryRow.percent(change.throughput)) req/s"
+        }
+        /// Both concurrencies, "c=8 / c=1", or nil when either was not run.
+        func both(_ value: (Int) -> String?) -> String? {
+            guard let eight = value(8), let one = value(1) else { return nil }
+            return "\(eight) / \(one)"
+        }
+        var summary: [SummaryRow] = []
+        for concurrency in [8, 1] {
+            guard let change = overRaw("Depot + AsyncHTTPClientTransport", concurrency),
+                  let depot = row("Depot + AsyncHTTPClientTransport", concurrency), let raw = row("AsyncHTTPClient raw", concurrency) else { continue }
+            let added = (depot.cpuPerThousand - raw.cpuPerThousand) * 1000
+            summary.append(SummaryRow(concurrency == 8 ? "transport: Depot + AsyncHTTPClientTransport vs raw AsyncHTTPClient, c=8" : "transport: the same, c=1",
+                                      target: "≤ 10% over raw", "\(text(change)) (\(String(format: "%.0f", added)) µs CPU/request)",
+                                      met: change.cpu <= 10 && change.throughput >= -10))
+        }
+        if let value = both({ overRaw("Depot + AsyncHTTPClientTransport, no notifications", $0).map(text) }) {
+            summary.append(SummaryRow("transport: the same without notifications, c=8 / c=1", value))
+        }
+        if let change = overRaw("AsyncHTTPClientTransport alone", 8) {
+            summary.append(SummaryRow("transport: AsyncHTTPClientTransport alone vs raw, c=8", text(change)))
+        }
+        if let value = both({ overRaw("Depot + URLSessionTransport", $0).map(text) }) {
+            summary.append(SummaryRow("transport: Depot + URLSessionTransport vs raw URLSession, c=8 / c=1", value))
+        }
+        if let value = both({ overRaw("URLSessionTransport alone", $0).map { SummaryRow.percent($0.cpu) } }) {
+            summary.append(SummaryRow("transport: URLSessionTransport alone vs raw URLSession, c=8 / c=1", value + " CPU"))
+        }
+        for concurrency in [8, 1] {
+            guard let client = row("AsyncHTTPClient raw", concurrency), let session = row("URLSession raw", concurrency) else { continue }
+            summary.append(SummaryRow("transport: raw AsyncHTTPClient vs raw URLSession, c=\(concurrency)",
+                                      "\(SummaryRow.grouped(client.requestsPerSecond)) vs \(SummaryRow.grouped(session.requestsPerSecond)) req/s (\(String(format: "%.1f", client.requestsPerSecond / session.requestsPerSecond))×); "
+                                      + "\(SummaryRow.grouped(client.cpuPerThousand * 1000)) vs \(SummaryRow.grouped(session.cpuPerThousand * 1000)) µs CPU/request"))
+        }
+        return summary
     }
 
     static func table(_ rows: [Row]) -> String {

@@ -49,6 +49,8 @@ default:
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
+// The commit and date of the summary rows, read before a subcommand can change the tree.
+if arguments.first != "serve" { _ = SummaryRow.run }
 do {
     try await run(arguments)
 } catch {
