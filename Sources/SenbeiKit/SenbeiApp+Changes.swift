@@ -40,7 +40,7 @@ extension SenbeiApp {
     /// now (nobody is signed in, the session ended, or there is no network)
     /// are not waited for: they stay queued, for the next launch.
     public func shutdown(grace: Duration) async -> ShutdownReport {
-        if profile == nil || authenticator.isSignedOut || controller.connectionEstimate.quality == .offline {
+        if profile == nil || authenticator.isSignedOut || controller.connectionSnapshot.quality == .offline {
             controller.cancel(category: .senbei)
         }
         let report = await controller.shutdown(grace: grace)

@@ -46,7 +46,7 @@ public enum TimelinePresentation {
     /// The whole timeline as printed by `--once`: the network line, the posts, the sync status.
     @MainActor
     public static func list(_ app: TimelineApp, width: Int, now: Date, link: LinkProfile?) -> [String] {
-        let estimate = app.controller.connectionEstimate
+        let estimate = app.controller.connectionSnapshot
         var lines = [networkLine(link: link, quality: estimate.quality, limit: estimate.concurrencyLimit, activity: app.controller.activity, paused: estimate.pausedCategories)]
         let entries = app.entries.fetchedObjects
         lines += entries.map { entryLine($0, width: width) }

@@ -159,7 +159,7 @@ final class InteractiveView {
         }
         while lines.count < height - 3 { lines.append("") }
         let status = tab == .items ? app.feedStatus : app.songsStatus
-        let estimate = controller.connectionEstimate
+        let estimate = controller.connectionSnapshot
         lines.append(String(repeating: "─", count: width))
         let statusText = message ?? NerdfeedPresentation.statusLine(status.state, offlineMode: offline, quality: connection.quality, activity: controller.activity, now: now)
         lines.append(NerdfeedPresentation.fit(statusText, trailer: "", width: width))

@@ -127,7 +127,7 @@ final class TimelineView {
         let now = Date()
         let entries = app.entries.fetchedObjects
         // Read at draw time: every redraw shows the controller as it is now.
-        let estimate = app.controller.connectionEstimate
+        let estimate = app.controller.connectionSnapshot
         var lines = [
             TextLayout.fit("Timeline (\(entries.count) posts, \(entries.filter(\.hasAvatar).count) avatars)", trailer: "", width: width),
             TextLayout.fit(TimelinePresentation.networkLine(link: link, quality: estimate.quality, limit: estimate.concurrencyLimit, activity: app.controller.activity, paused: estimate.pausedCategories), trailer: "", width: width),

@@ -146,7 +146,7 @@ struct ControllerConditionsTests {
         let images = (0..<8).map { harness.controller.enqueue(SimGet(path: "image/\($0)", priority: .low, category: .images)) }
         try await harness.run(until: { images.allSatisfy(\.isFinished) })
         #expect(harness.simulator.records.count > 2 * images.count, "the later images came in ranges")
-        let bandwidth = try #require(harness.controller.connectionEstimate.bandwidth)
+        let bandwidth = try #require(harness.controller.connectionSnapshot.bandwidth)
         #expect(bandwidth >= 900_000, "the monitor read \(Int(bandwidth)) bit/s of a 1 Mbit/s link")
     }
 
@@ -162,9 +162,9 @@ struct ControllerConditionsTests {
             harness.controller.enqueue(SimGet(path: "image/\(index)", priority: .low, category: .images)),
             harness.controller.enqueue(SimGet(path: "json/\(index)")),
         ] }
-        try await harness.run(until: { harness.controller.connectionEstimate.bandwidth != nil })
+        try await harness.run(until: { harness.controller.connectionSnapshot.bandwidth != nil })
         #expect(harness.clock.elapsed < .milliseconds(60), "the first estimate came at \(harness.clock.elapsed)")
-        let bandwidth = try #require(harness.controller.connectionEstimate.bandwidth)
+        let bandwidth = try #require(harness.controller.connectionSnapshot.bandwidth)
         #expect((80_000_000...125_000_000).contains(bandwidth), "read \(Int(bandwidth)) bit/s of 100 Mbit/s")
         try await harness.run(until: { tickets.allSatisfy(\.isFinished) })
         #expect(harness.simulator.records.filter { $0.path.hasPrefix("/image/") }.count < 55, "the images once measured come whole")
@@ -186,7 +186,7 @@ struct ControllerConditionsTests {
             if step % 2 == 0 { tickets.append(harness.controller.enqueue(SimGet(path: "json/\(step)"))) }
             if step % 30 == 0 { tickets.append(harness.controller.enqueue(SimGet(path: "large/\(step)"))) }
             try await harness.run(until: .milliseconds(3 * step))
-            highest = max(highest, harness.controller.connectionEstimate.bandwidth ?? 0)
+            highest = max(highest, harness.controller.connectionSnapshot.bandwidth ?? 0)
         }
         #expect(highest > 8_000_000, "the link was measured: \(Int(highest)) bit/s")
         #expect(highest <= 11_000_000, "the estimate reached \(Int(highest)) bit/s on a 10 Mbit/s link")
@@ -237,7 +237,7 @@ struct ControllerConditionsTests {
         do {
             try await harness.run(until: { controller.quality >= .good })
         } catch {
-            Issue.record("\(error): \(controller.activity), \(controller.connectionEstimate), finished \(large.filter(\.isFinished).count)")
+            Issue.record("\(error): \(controller.activity), \(controller.connectionSnapshot), finished \(large.filter(\.isFinished).count)")
             throw error
         }
         #expect(controller.concurrencyLimit >= 4)
@@ -279,7 +279,7 @@ struct ControllerConditionsTests {
         #expect(finished < 300, "\(finished) feeds before the quality rose")
         // The estimate is the link's 8 Mbit/s, not inflated by first chunks
         // that crossed the link before their window opened (11.8 Mbit/s).
-        let bandwidth = try #require(controller.connectionEstimate.bandwidth)
+        let bandwidth = try #require(controller.connectionSnapshot.bandwidth)
         #expect(bandwidth > 7_200_000 && bandwidth < 8_800_000, "\(bandwidth) bit/s")
         try await harness.run(until: { (feeds + images).allSatisfy(\.isFinished) })
     }

@@ -36,7 +36,7 @@ import Testing
         "CachingOperation": (any CachingOperation).Type.self,
         "Coalescing": Coalescing.self,
         "ConcurrencyPolicy": ConcurrencyPolicy.self,
-        "ConnectionEstimate": ConnectionEstimate.self,
+        "ConnectionSnapshot": ConnectionSnapshot.self,
         "ConnectionMonitor": ConnectionMonitor.self,
         "ConnectionQuality": ConnectionQuality.self,
         "ConnectionStatus": ConnectionStatus.self,

@@ -32,7 +32,7 @@ struct SimulatedLinkTests {
         #expect(try #require(timeline.finished) <= firstAvatarStart)
 
         // On EDGE the quality drops to poor: one at a time, images paused.
-        #expect(controller.connectionEstimate.concurrencyLimit == 1)
+        #expect(controller.connectionSnapshot.concurrencyLimit == 1)
         #expect(controller.pausedCategories.contains(.images))
         let pausedAt = harness.clock.elapsed
         #expect(try harness.cachedAvatars().count < 12, "some avatars were still waiting when images paused")

@@ -98,14 +98,14 @@ enum ConditionsBench {
                 return all.allSatisfy(\.isFinished)
             }, settled: settled)
         } catch {
-            say("\(profile.name), \(setup): \(error); activity \(controller.activity), \(controller.connectionEstimate)")
+            say("\(profile.name), \(setup): \(error); activity \(controller.activity), \(controller.connectionSnapshot)")
             throw error
         }
         let total = clock.elapsed
         var imageRequests: Int?
         if etags, case .adaptive = setup {
             let ranged = simulator.records.filter { $0.path.hasPrefix("/image/") }.count
-            say("\(profile.name): \(ranged) image requests for 100 images; estimate \(controller.connectionEstimate)")
+            say("\(profile.name): \(ranged) image requests for 100 images; estimate \(controller.connectionSnapshot)")
             imageRequests = ranged
         }
         if let folder, case .adaptive = setup {

@@ -243,11 +243,11 @@ enum RealLinkBench {
         _ = try await controller.perform(Get(path: "faults/bytes/\(highBytes)", priority: setup.prioritised ? .high : .normal, category: .default))
         let high = (clock.now - highStart).seconds
         if tracing {
-            say("    at the high's start: \(controller.quality), limit \(controller.concurrencyLimit), \(controller.connectionEstimate)")
+            say("    at the high's start: \(controller.quality), limit \(controller.concurrencyLimit), \(controller.connectionSnapshot)")
             let entries = trace.trace().entries
             // The monitor's minimum round trip is the shortest time to first byte it saw.
             let firstBytes = entries.compactMap { entry in entry.started.flatMap { started in entry.firstByte.map { ($0 - started).seconds } } }
-            if let shortest = firstBytes.min(), let bandwidth = controller.connectionEstimate.bandwidth {
+            if let shortest = firstBytes.min(), let bandwidth = controller.connectionSnapshot.bandwidth {
                 say(String(format: "    shortest time to first byte %.1f ms: pacing budget about %.0f bytes", shortest * 1000, bandwidth / 8 * shortest * DelayablePacing.defaultRoundTrips))
             }
             if let urgent = entries.first(where: { $0.priority == .high }), let end = urgent.finished {

@@ -36,7 +36,7 @@ public final class ConnectionStatus {
     /// Starts following `controller` until the status is released or the
     /// controller shuts down.
     public init(controller: NetworkController) {
-        let estimate = controller.connectionEstimate
+        let estimate = controller.connectionSnapshot
         quality = estimate.quality
         bandwidth = estimate.bandwidth
         rtt = estimate.rtt
@@ -48,7 +48,7 @@ public final class ConnectionStatus {
                 // Every event may come with new estimates; the controller-wide ones always do.
                 guard event.isControllerWide || event.kind.isTerminal else { continue }
                 guard let self, let controller else { return }
-                self.apply(controller.connectionEstimate)
+                self.apply(controller.connectionSnapshot)
             }
         }
     }
@@ -57,7 +57,7 @@ public final class ConnectionStatus {
         task?.cancel()
     }
 
-    private func apply(_ estimate: ConnectionEstimate) {
+    private func apply(_ estimate: ConnectionSnapshot) {
         if quality != estimate.quality { quality = estimate.quality }
         if bandwidth != estimate.bandwidth { bandwidth = estimate.bandwidth }
         if rtt != estimate.rtt { rtt = estimate.rtt }

@@ -13,11 +13,11 @@ extension NetworkController {
     }
 
     /// The current estimates behind ``quality``.
-    public var connectionEstimate: ConnectionEstimate {
+    public var connectionSnapshot: ConnectionSnapshot {
         state.withLock { state in
             let monitor = measurements.withLock { $0.monitor }
             // The applied quality, so that it agrees with the limit and the paused categories.
-            return ConnectionEstimate(quality: state.conditions.quality, bandwidth: monitor.bandwidth, rtt: monitor.rtt, concurrencyLimit: state.scheduler.limit, pausedCategories: state.scheduler.paused)
+            return ConnectionSnapshot(quality: state.conditions.quality, bandwidth: monitor.bandwidth, rtt: monitor.rtt, concurrencyLimit: state.scheduler.limit, pausedCategories: state.scheduler.paused)
         }
     }
 

@@ -70,18 +70,27 @@ extension Outbox {
     /// Every change of the outbox, starting with its state now. The sequence
     /// ends when its iterator is released.
     public func updates() -> OutboxUpdates {
-        let (stream, continuation) = AsyncStream<OutboxSnapshot>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let id = state.withLock { state -> UInt64 in
-            state.nextSubscriber += 1
-            state.subscribers[state.nextSubscriber] = continuation
-            return state.nextSubscriber
-        }
-        continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) }
-        }
+        let stream = subscribe(\.subscribers, buffering: .bufferingNewest(1))
         // Through the numbered path, so this first value cannot land after a newer one.
         Task { await self.changed() }
         return DepotStream(stream)
+    }
+
+    /// A stream whose continuation is kept in `subscribers` until its iterator goes.
+    private func subscribe<Element: Sendable>(
+        _ subscribers: WritableKeyPath<State, [UInt64: AsyncStream<Element>.Continuation]> & Sendable,
+        buffering: AsyncStream<Element>.Continuation.BufferingPolicy
+    ) -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: buffering)
+        let id = state.withLock { state -> UInt64 in
+            state.nextSubscriber += 1
+            state[keyPath: subscribers][state.nextSubscriber] = continuation
+            return state.nextSubscriber
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { _ = $0[keyPath: subscribers].removeValue(forKey: id) }
+        }
+        return stream
     }
 
     /// Every change of this outbox from now on: each entry's steps and the
@@ -95,16 +104,7 @@ extension Outbox {
     /// }
     /// ```
     public func changes() -> OutboxChanges {
-        let (stream, continuation) = AsyncStream<OutboxChange>.makeStream(bufferingPolicy: .bufferingNewest(4096))
-        let id = state.withLock { state -> UInt64 in
-            state.nextSubscriber += 1
-            state.changeSubscribers[state.nextSubscriber] = continuation
-            return state.nextSubscriber
-        }
-        continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { _ = $0.changeSubscribers.removeValue(forKey: id) }
-        }
-        return DepotStream(stream)
+        DepotStream(subscribe(\.changeSubscribers, buffering: .bufferingNewest(4096)))
     }
 
     /// Ends every ``changes()`` sequence (the controller shut down).

@@ -1,5 +1,10 @@
-/// The controller's estimates of the link, for a status line.
-public struct ConnectionEstimate: Sendable, Hashable {
+/// The controller's estimates of the link at one instant, for a status line.
+///
+/// Depot names its pairs one way: a `…Snapshot` is a `Sendable` value at one
+/// instant, and a `…Status` is the `@Observable` that keeps one current on the
+/// main actor (``ConnectionStatus`` here; DepotStore's `OutboxSnapshot` and
+/// `OutboxStatus`).
+public struct ConnectionSnapshot: Sendable, Hashable {
     /// The quality class.
     public var quality: ConnectionQuality
     /// The smoothed bandwidth in bits per second, once measured.
