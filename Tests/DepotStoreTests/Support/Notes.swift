@@ -75,7 +75,7 @@ func withNoteStore<T>(
 ) async throws -> T {
     let folder = try temporaryFolder()
     defer { try? FileManager.default.removeItem(at: folder) }
-    let store = try Store(path: folder.appending(path: "cache.sqlite").path, migrator: Note.migrator, retention: retention, environment: .init(date: date.provider))
+    let store = try Store(path: folder.appending(path: "cache.sqlite").path, migrator: Note.migrator, retention: retention, environment: .init(clock: clock, date: date.provider))
     // The launch eviction of an empty table: let it end before the test writes.
     await store.evictionIdle()
     return try await body(store)
