@@ -369,15 +369,17 @@ import Testing
             var isSet: Bool { state.withLock { $0 } }
         }
         /// Writes (sets the flag), then awaits as a store write does after
-        /// its commit, where a cancellation would surface.
+        /// its commit, until the deadline watch that the body's end woke has
+        /// run: a cancellation it sent would surface here.
         struct Recorded: NetworkOperation {
             typealias Output = String
             let processed: Flag
+            let clock: ManualClock
             var request: NetworkRequest { .get(URL(string: "http://h.test/x")!) }
             var timeout: Timeout { .idle(.seconds(5)) }
             func process(_ response: NetworkResponse, context: OperationContext) async throws -> String {
                 processed.set()
-                for _ in 0..<2_000 where !Task.isCancelled { await Task.yield() }
+                await clock.advanceAndSettle(by: .zero)
                 try Task.checkCancellation()
                 return response.text
             }
@@ -401,7 +403,7 @@ import Testing
             let processed = Flag()
             try await withController(transport, configure: { $0.environment.clock = clock }) { controller in
                 do {
-                    _ = try await controller.perform(Recorded(processed: processed))
+                    _ = try await controller.perform(Recorded(processed: processed, clock: clock))
                     #expect(processed.isSet)
                     outcomes["succeeded", default: 0] += 1
                 } catch {
