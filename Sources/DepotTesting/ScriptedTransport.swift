@@ -31,6 +31,8 @@ import Synchronization
 /// after `timeout` of real time: a guard against a test that would hang.
 public final class ScriptedTransport: Transport, Sendable {
     /// One request the transport got, and how it was answered.
+    ///
+    /// For example: `#expect(transport.exchanges.map(\.status) == [503, 200])`.
     public struct Exchange: Sendable, CustomStringConvertible {
         /// The request as the transport got it.
         public let request: TransportRequest
@@ -151,6 +153,8 @@ public final class ScriptedTransport: Transport, Sendable {
     }
 
     /// Every request so far, in the order they came.
+    ///
+    /// For example: `#expect(transport.requests.map(\.url.path) == ["/contacts"])`.
     public var requests: [TransportRequest] { state.withLock { $0.exchanges.map(\.request) } }
 
     /// Every request so far with its answer, in the order they came.
@@ -166,6 +170,8 @@ public final class ScriptedTransport: Transport, Sendable {
     public var exchanges: [Exchange] { state.withLock { $0.exchanges } }
 
     /// The requests waiting at the gate now, the longest-waiting first.
+    ///
+    /// For example: `#expect(transport.waitingAtGate.isEmpty)`.
     public var waitingAtGate: [TransportRequest] { state.withLock { $0.waitingAtGate } }
 
     /// Lets `count` requests through the gate and keeps it shut behind them:
@@ -255,7 +261,10 @@ public final class ScriptedTransport: Transport, Sendable {
         }
     }
 
-    /// Shuts down the transport given to ``init(forwardingTo:)``, if any.
+    /// Shuts down the transport given to ``init(forwardingTo:)``, if any;
+    /// ``/Depot/NetworkController/shutdown(grace:)`` calls it.
+    ///
+    /// For example: `await transport.shutdown()`.
     public func shutdown() async {
         await forwarded?.shutdown()
     }
