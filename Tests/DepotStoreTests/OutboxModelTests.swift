@@ -5,7 +5,6 @@ import DepotStore
 import DepotTesting
 import Foundation
 import GRDB
-import Synchronization
 import Testing
 
 /// Random interleavings of sends, lost answers, refusals, offline spells,
@@ -74,17 +73,6 @@ struct OutboxModelTests {
         }
     }
 
-    /// AsyncHTTPClient with a switch: off, every request fails as with no network.
-    final class Switchable: Transport {
-        let wrapped = AsyncHTTPClientTransport()
-        let offline = Mutex(false)
-        func send(_ request: TransportRequest) async throws -> TransportResponse {
-            if offline.withLock({ $0 }) { throw DepotError(.offline, detail: "switched off") }
-            return try await wrapped.send(request)
-        }
-        func shutdown() async { await wrapped.shutdown() }
-    }
-
     static let migrator: DatabaseMigrator = {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("model") { db in
@@ -102,17 +90,18 @@ struct OutboxModelTests {
         return migrator
     }()
 
-    /// One run of the app: a store, a controller on the switchable transport, an outbox.
+    /// One run of the app: a store, a controller on AsyncHTTPClient with a
+    /// switch (offline, every request fails as with no network), an outbox.
     struct Session {
         let store: Store
-        let transport: Switchable
+        let transport: ScriptedTransport
         let controller: NetworkController
         let outbox: Outbox
 
         init(path: String, server: DemoServer, offline: Bool) throws {
             store = try Store(path: path, migrator: OutboxModelTests.migrator)
-            transport = Switchable()
-            transport.offline.withLock { $0 = offline }
+            transport = ScriptedTransport(forwardingTo: AsyncHTTPClientTransport())
+            transport.isOffline = offline
             var configuration = NetworkController.Configuration(baseURL: server.baseURL, transport: transport, observability: .init(notificationCenter: nil))
             configuration.store = store
             configuration.environment.seed = 1
@@ -130,7 +119,7 @@ struct OutboxModelTests {
         }
     }
 
-    /// `POST /_control` on the server, outside the switchable transport.
+    /// `POST /_control` on the server, outside the session's transport.
     static func control(_ server: DemoServer, _ json: String) async throws {
         let transport = AsyncHTTPClientTransport()
         let url = server.baseURL.appending(path: "_control")
@@ -197,11 +186,11 @@ struct OutboxModelTests {
                     try await Self.control(server, #"{"route": "/posts", "failRate": 0}"#)
                 case 52..<58:
                     offline = true
-                    session.transport.offline.withLock { $0 = true }
+                    session.transport.isOffline = true
                 case 58..<64:
                     // The network is back; the outbox hears of it only at the next start or send.
                     offline = false
-                    session.transport.offline.withLock { $0 = false }
+                    session.transport.isOffline = false
                 case 64..<70:
                     try await session.outbox.start()
                 case 70..<84 where !offline:
@@ -227,7 +216,7 @@ struct OutboxModelTests {
                 }
             }
             // The network comes back for good; everything is decided.
-            session.transport.offline.withLock { $0 = false }
+            session.transport.isOffline = false
             try await Self.control(server, #"{"route": "/posts", "failRate": 0}"#)
             try await session.outbox.start()
             await session.outbox.waitUntilIdle()

@@ -64,4 +64,60 @@ extension OutboxTests {
             }
         }
     }
+
+    /// Waiters of an entry whose attempt ends while the store closes: the close
+    /// told every waiter of an entry *not* in flight; the lane sending this one
+    /// must tell its waiters itself, whatever the attempt's answer: 409 ("still
+    /// processing", tried again after a backoff) or 401 (the lane is held),
+    /// arriving after the close told the waiters it could.
+    @Test(arguments: [409, 401])
+    func aWaiterOfTheEntryInFlightWhenTheStoreClosedIsAnswered(status: Int) async throws {
+        /// A mutation the server answers 409 to while it works on it (tried again).
+        struct Slow: Mutation {
+            static let typeName = "Slow"
+            var payload: String
+            init(payload: String) { self.payload = payload }
+            var request: NetworkRequest { .post("slow", json: ["name": payload]) }
+            func isStillProcessing(_ response: NetworkResponse) -> Bool { response.status == 409 }
+            func applyOptimistically(_ db: Database) throws {}
+            func commit(_ response: NetworkResponse, _ db: Database) throws {}
+            func rollback(_ error: DepotError, _ db: Database) throws {}
+        }
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try Store(path: folder.appending(path: "app.sqlite").path, migrator: DatabaseMigrator())
+        let transport = ScriptedTransport(.status(status).gated)
+        let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://gated.test")!, transport: transport, observability: .init(notificationCenter: nil)))
+        let outbox = Outbox(store: store, controller: controller, types: [Slow.self])
+
+        // Given an entry being sent, and a waiter of it
+        let ticket = try await outbox.send(Slow(payload: "x"))
+        try await transport.waitingAtGate(atLeast: 1)
+        let key = ticket.id.rawValue
+        let executor = SuspensionExecutor()
+        let waiting = Task(executorPreference: executor) { await ticket.outcome() }
+        await executor.suspended()  // the waiter has registered and waits
+        #expect(outbox.state.withLock { $0.waiters[key] != nil })
+
+        // When the store closes, then the server answers
+        try await store.close()
+        transport.letThrough(1)
+        await outbox.waitUntilIdle()
+
+        // Then the waiter hears that the entry stays queued
+        let stranded = outbox.state.withLock { $0.waiters[key] != nil }
+        #expect(!stranded, "the waiter was never answered: nothing in this process will decide the entry")
+        if !stranded {
+            let outcome = await waiting.value
+            #expect(outcome.failure?.detail == Outbox.storeClosed.detail)
+        }
+        _ = await controller.shutdown(grace: .zero)
+    }
+}
+
+extension Result {
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
 }

@@ -1,5 +1,6 @@
 import DemoServer
 @testable import Depot
+import DepotTesting
 import Foundation
 import Synchronization
 import Testing
@@ -97,8 +98,8 @@ import Testing
     /// the download asks for its next range only once the urgent job ended.
     @Test func urgentWorkOvertakesADownloadBetweenItsRanges() async throws {
         let script = RangeScript()
-        try await withController(ScriptedTransport(respond: script.respond), baseURL: URL(string: "http://script.invalid/")!) { controller in
-            let (download, urgent) = await script.pauseADownloadBehindUrgentWork(controller)
+        try await withController(script.transport, baseURL: URL(string: "http://script.invalid/")!) { controller in
+            let (download, urgent) = try await script.pauseADownloadBehindUrgentWork(controller)
             #expect(script.ranges == ["bytes=0-8191"])
             #expect(controller.activity.pausedBetweenRanges == 1)
             script.answerUrgent()
@@ -114,8 +115,8 @@ import Testing
 
     @Test func aCancelledDownloadStopsWaitingForItsNextRange() async throws {
         let script = RangeScript()
-        try await withController(ScriptedTransport(respond: script.respond), baseURL: URL(string: "http://script.invalid/")!) { controller in
-            let (download, urgent) = await script.pauseADownloadBehindUrgentWork(controller)
+        try await withController(script.transport, baseURL: URL(string: "http://script.invalid/")!) { controller in
+            let (download, urgent) = try await script.pauseADownloadBehindUrgentWork(controller)
             #expect(controller.activity.pausedBetweenRanges == 1)
             download.cancel()
             let error = await DepotError.from { _ = try await download.value }
@@ -133,8 +134,8 @@ import Testing
     @Test func aPromotedDownloadStopsWaitingForItsNextRange() async throws {
         let script = RangeScript()
         let big = RangeScript.big
-        try await withController(ScriptedTransport(respond: script.respond), baseURL: URL(string: "http://script.invalid/")!) { controller in
-            let (download, urgent) = await script.pauseADownloadBehindUrgentWork(controller)
+        try await withController(script.transport, baseURL: URL(string: "http://script.invalid/")!) { controller in
+            let (download, urgent) = try await script.pauseADownloadBehindUrgentWork(controller)
             #expect(controller.activity.pausedBetweenRanges == 1)
             // The same resource, now wanted urgently: the ticket joins the running job.
             controller.enqueue(FetchRaw(url: big, priority: .high))
@@ -154,10 +155,8 @@ import Testing
     /// rest, and does not overflow.
     @Test func aHugeBudgetDuringADownloadAsksForTheRest() async throws {
         let controllerBox = Mutex<NetworkController?>(nil)
-        let ranges = Mutex<[String]>([])
         let transport = ScriptedTransport { request in
             let range = request.headers["Range"] ?? ""
-            ranges.withLock { $0.append(range) }
             // A new measurement while the first range arrives: the budget is now the minimum, Int64.max.
             controllerBox.withLock { $0 }?.pacingBudget.store(.max, ordering: .relaxed)
             let bounds = range.dropFirst(6).split(separator: "-").compactMap { Int($0) }
@@ -170,7 +169,7 @@ import Testing
             controller.assumeLinkMeasured()
             let response = try await controller.perform(FetchRaw(url: RangeScript.big, priority: .low))
             #expect(response.body == Self.filler)
-            #expect(ranges.withLock { $0 } == ["bytes=0-8191", "bytes=8192-19999"])
+            #expect(transport.requests.map { $0.headers["Range"] } == ["bytes=0-8191", "bytes=8192-19999"])
         }
     }
 }
@@ -185,92 +184,57 @@ extension NetworkController {
 }
 
 /// A scripted server of one 20,000-byte resource, `/big` (ETag `"v"`), whose
-/// first range's body the test finishes, and of `/urgent`, answered when the
-/// test says so.
+/// first range's body the test finishes, and of `/urgent`, held at the
+/// transport's gate until the test answers it.
 final class RangeScript: Sendable {
-    enum Arrival: Equatable, Sendable {
-        case range(String)
-        case urgent
-    }
-
-    private struct State {
-        var ranges: [String] = []
-        var ifRanges: [String] = []
-        var firstBody: AsyncThrowingStream<Data, any Error>.Continuation?
-        var urgent: CheckedContinuation<Void, Never>?
-        var urgentAnswered = false
-    }
-
-    private let state = Mutex(State())
-    private let arrivals: AsyncStream<Arrival>
-    private let arrived: AsyncStream<Arrival>.Continuation
+    let transport = ScriptedTransport()
+    private let firstBody = ServerBox<AsyncThrowingStream<Data, any Error>.Continuation?>(nil)
 
     init() {
-        (arrivals, arrived) = AsyncStream.makeStream()
+        transport.respond(to: "/urgent", with: .status(200, body: Data("ok".utf8)).gated)
+        transport.respond(to: "/big", with: .respond { [firstBody] request in Self.range(request, firstBody: firstBody) })
     }
 
     static let big = URL(string: "http://script.invalid/big")!
     static let urgent = URL(string: "http://script.invalid/urgent")!
 
-    var ranges: [String] { state.withLock { $0.ranges } }
+    /// The `Range` of each request for `/big`, in order.
+    var ranges: [String] { transport.requests.filter { $0.url.path == "/big" }.map { $0.headers["Range"] ?? "" } }
+    var ifRanges: [String] { transport.requests.compactMap { $0.headers["If-Range"] } }
 
     /// Starts a delayable download of `/big` on a measured link, then urgent
     /// work, ends the download's first range, and returns once the download
     /// waits for the urgent work, or (wrongly) asks for its next range.
-    func pauseADownloadBehindUrgentWork(_ controller: NetworkController) async -> (download: Task<NetworkResponse, any Error>, urgent: Task<NetworkResponse, any Error>) {
+    func pauseADownloadBehindUrgentWork(_ controller: NetworkController) async throws -> (download: Task<NetworkResponse, any Error>, urgent: Task<NetworkResponse, any Error>) {
         controller.assumeLinkMeasured()
         let download = Task { try await controller.perform(FetchRaw(url: Self.big, priority: .low)) }
-        await next(.range("bytes=0-8191"))
+        #expect(try await transport.requests(atLeast: 1).map { $0.headers["Range"] } == ["bytes=0-8191"])
         let urgent = Task { try await controller.perform(FetchRaw(url: Self.urgent, priority: .high)) }
-        await next(.urgent)
+        #expect(try await transport.waitingAtGate(atLeast: 1).map(\.url) == [Self.urgent])
         finishFirstRange()
+        // The one wait left that polls: nothing the controller publishes marks a
+        // download starting to wait between ranges (no event, no observation of
+        // `activity`), so the test reads `activity` until it says so, or until
+        // the transport sees the next range asked for.
         while controller.activity.pausedBetweenRanges == 0, ranges.count < 2 { await Task.yield() }
         return (download, urgent)
     }
-    var ifRanges: [String] { state.withLock { $0.ifRanges } }
-
-    /// Waits for the next request and checks it is `expected` (one caller at
-    /// a time: iterators of one stream share its buffer).
-    func next(_ expected: Arrival) async {
-        var iterator = arrivals.makeAsyncIterator()
-        let arrival = await iterator.next()
-        #expect(arrival == expected)
-    }
 
     func finishFirstRange() {
-        let body = state.withLock { $0.firstBody.take() }
+        let body = firstBody.withLock { $0.take() }
         body?.yield(Data(repeating: UInt8(ascii: "b"), count: 8192))
         body?.finish()
     }
 
+    /// Answers the urgent request, and every later one at once.
     func answerUrgent() {
-        let waiter = state.withLock { state in
-            state.urgentAnswered = true
-            return state.urgent.take()
-        }
-        waiter?.resume()
+        transport.openGate()
     }
 
-    @Sendable func respond(_ request: TransportRequest) async throws -> TransportResponse {
-        if request.url.path == "/urgent" {
-            arrived.yield(.urgent)
-            await withCheckedContinuation { continuation in
-                let now = state.withLock { state -> Bool in
-                    if state.urgentAnswered { return true }
-                    state.urgent = continuation
-                    return false
-                }
-                if now { continuation.resume() }
-            }
-            return TransportResponse(status: 200, headers: ["Content-Length": "2"], body: TransportBody(data: Data("ok".utf8)))
-        }
-        let range = request.headers["Range"] ?? ""
-        state.withLock { state in
-            state.ranges.append(range)
-            if let tag = request.headers["If-Range"] { state.ifRanges.append(tag) }
-        }
-        arrived.yield(.range(range))
-        let bounds = range.dropFirst(6).split(separator: "-").compactMap { Int($0) }
+    /// The answer to a request for `/big`: the first range's body waits for
+    /// ``finishFirstRange()``; a request without a range gets the whole body.
+    private static func range(_ request: TransportRequest, firstBody: ServerBox<AsyncThrowingStream<Data, any Error>.Continuation?>) -> TransportResponse {
+        let bounds = (request.headers["Range"] ?? "").dropFirst(6).split(separator: "-").compactMap { Int($0) }
         guard bounds.count == 2 else {
             // Not a range: answered whole, and the test's expectations on `ranges` fail.
             return TransportResponse(status: 200, headers: ["ETag": "\"v\""], body: TransportBody(data: Data(repeating: UInt8(ascii: "b"), count: 20_000)))
@@ -279,7 +243,7 @@ final class RangeScript: Sendable {
         let headers: HeaderFields = ["Content-Range": "bytes \(start)-\(end)/20000", "ETag": "\"v\"", "Content-Length": "\(end - start + 1)"]
         if start == 0 {
             let (body, continuation) = TransportBody.makeStream()
-            state.withLock { $0.firstBody = continuation }
+            firstBody.withLock { $0 = continuation }
             return TransportResponse(status: 206, headers: headers, body: body)
         }
         return TransportResponse(status: 206, headers: headers, body: TransportBody(data: Data(repeating: UInt8(ascii: "b"), count: end - start + 1)))

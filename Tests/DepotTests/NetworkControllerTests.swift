@@ -156,10 +156,9 @@ import Testing
 
     /// Cancellations racing launches and ends leave no bookkeeping behind.
     @Test func theControllerForgetsEveryJobOnceIdle() async throws {
-        let transport = ScriptedTransport { request in
-            for _ in 0..<3 { await Task.yield() }
-            return TransportResponse(status: 200, headers: ["Content-Length": "19"], body: TransportBody(data: Data(#"{"message":"hello"}"#.utf8)))
-        }
+        // Every request waits at the gate: one goes on per round, so transfers
+        // end while others launch and are cancelled, some at the gate.
+        let transport = ScriptedTransport(.status(200, body: Data(#"{"message":"hello"}"#.utf8)).gated)
         let controller = NetworkController(configuration: .init(baseURL: URL(string: "http://a.test")!, transport: transport, limits: .init(concurrency: .fixed(3)), observability: .init(notificationCenter: nil)))
         await withTaskGroup(of: Void.self) { group in
             for n in 0..<300 {
@@ -167,7 +166,9 @@ import Testing
                 let ticket = controller.enqueue(FetchHello(path: "/other/\(n)"))
                 if n % 3 == 0 { ticket.cancel() }
                 if n % 50 == 49 { controller.cancelAll() }
+                transport.letThrough(1)
             }
+            transport.openGate()
         }
         await controller.waitUntilIdle()
         let leftovers = controller.state.withLock { state in

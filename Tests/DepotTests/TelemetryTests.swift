@@ -274,11 +274,6 @@ extension TelemetryTests {
     /// Spans leave the app for a tracing backend: their URL keeps no query
     /// value and their recorded error is redacted like events and logs.
     @Test func aSpanCarriesNoSecret() async throws {
-        struct Refusing: Transport {
-            func send(_ request: TransportRequest) async throws -> TransportResponse {
-                throw DepotError(.transport, detail: "refused \(request.url.absoluteString)")
-            }
-        }
         struct FetchWithToken: NetworkOperation {
             typealias Output = NetworkResponse
             var offlineBehavior: OfflineBehavior = .failFast
@@ -287,7 +282,7 @@ extension TelemetryTests {
         let tracer = W3CTracer()
         let controller = NetworkController(configuration: .init(
             baseURL: URL(string: "https://api.test")!,
-            transport: Refusing(),
+            transport: ScriptedTransport { request in throw DepotError(.transport, detail: "refused \(request.url.absoluteString)") },
             retries: .init(policy: .never),
             observability: .init(tracer: tracer, notificationCenter: nil)
         ))

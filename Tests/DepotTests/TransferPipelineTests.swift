@@ -39,9 +39,7 @@ import Testing
     }
 
     @Test func dropsCredentialsWhenTheOriginChangesAndKeepsThemOtherwise() async throws {
-        let seen = Locked<[String: HeaderFields]>([:])
         let transport = ScriptedTransport { request in
-            seen.withLock { $0[request.url.absoluteString] = request.headers }
             switch request.url.path {
             case "/start": return redirect(to: "/same")
             case "/same": return redirect(307, to: "http://other.test:81/elsewhere")
@@ -51,10 +49,11 @@ import Testing
         var request = TransportRequest(url: URL(string: "http://api.test/start")!)
         request.headers = ["Authorization": "Bearer s3cret", "Cookie": "session=1", "Accept": "application/json"]
         _ = try await pipeline(transport).run(request, timeout: .default) { _ in }
-        let same = seen.value["http://api.test/same"]
+        let seen = Dictionary(transport.requests.map { ($0.url.absoluteString, $0.headers) }, uniquingKeysWith: { $1 })
+        let same = seen["http://api.test/same"]
         #expect(same?["Authorization"] == "Bearer s3cret")
         #expect(same?["Cookie"] == "session=1")
-        let other = seen.value["http://other.test:81/elsewhere"]
+        let other = seen["http://other.test:81/elsewhere"]
         #expect(other?["Authorization"] == nil)
         #expect(other?["Cookie"] == nil)
         #expect(other?["Accept"] == "application/json")
@@ -88,11 +87,8 @@ import Testing
     }
 
     @Test func dropsTheConfiguredSecretHeadersWhenTheOriginChanges() async throws {
-        let seen = Locked<HeaderFields?>(nil)
         let transport = ScriptedTransport { request in
-            guard request.url.host == "other.test" else { return redirect(to: "http://other.test/") }
-            seen.value = request.headers
-            return ok()
+            request.url.host == "other.test" ? ok() : redirect(to: "http://other.test/")
         }
         var redaction = Redaction.default
         redaction.headerNames.insert("X-Tenant-Pass")
@@ -100,7 +96,7 @@ import Testing
         var request = TransportRequest(url: URL(string: "http://api.test/")!)
         request.headers = ["X-Tenant-Pass": "p", "X-API-Key": "k", "X-Auth-Token": "t", "Proxy-Authorization": "Basic x", "Accept": "text/plain"]
         _ = try await pipeline.run(request, timeout: .default) { _ in }
-        #expect(seen.value == ["Accept": "text/plain"])
+        #expect(transport.requests.last { $0.url.host == "other.test" }?.headers == ["Accept": "text/plain"])
     }
 
     @Test func aPortChangeIsAnOriginChange() {
@@ -110,14 +106,10 @@ import Testing
     }
 
     @Test func capsRedirectsAtTheLimit() async throws {
-        let hops = Locked(0)
-        let transport = ScriptedTransport { request in
-            hops.withLock { $0 += 1 }
-            return redirect(to: "/again")
-        }
+        let transport = ScriptedTransport { _ in redirect(to: "/again") }
         let error = await DepotError.from { _ = try await pipeline(transport).run(TransportRequest(url: URL(string: "http://a.test/")!), timeout: .default) { _ in } }
         #expect(error?.code == .tooManyRedirects)
-        #expect(hops.value == 11)  // the original request and 10 redirects
+        #expect(transport.requests.count == 11)  // the original request and 10 redirects
     }
 
     @Test func followsExactlyTenRedirects() async throws {
@@ -130,29 +122,25 @@ import Testing
     }
 
     @Test func seeOtherTurnsPostIntoGetWithoutBody() async throws {
-        let seen = Locked<[TransportRequest]>([])
         let transport = ScriptedTransport { request in
-            seen.withLock { $0.append(request) }
-            return request.url.path == "/posts" ? redirect(303, to: "/posts/1") : ok()
+            request.url.path == "/posts" ? redirect(303, to: "/posts/1") : ok()
         }
         var request = TransportRequest(url: URL(string: "http://a.test/posts")!, method: .post, body: Data("{}".utf8))
         request.headers["Content-Type"] = "application/json"
         _ = try await pipeline(transport).run(request, timeout: .default) { _ in }
-        let second = try #require(seen.value.last)
+        let second = try #require(transport.requests.last)
         #expect(second.method == .get)
         #expect(second.body == nil)
         #expect(second.headers["Content-Type"] == nil)
     }
 
     @Test func temporaryRedirectKeepsMethodAndBody() async throws {
-        let seen = Locked<[TransportRequest]>([])
         let transport = ScriptedTransport { request in
-            seen.withLock { $0.append(request) }
-            return request.url.path == "/a" ? redirect(307, to: "/b") : ok()
+            request.url.path == "/a" ? redirect(307, to: "/b") : ok()
         }
         _ = try await pipeline(transport).run(TransportRequest(url: URL(string: "http://a.test/a")!, method: .put, body: Data("x".utf8)), timeout: .default) { _ in }
-        #expect(seen.value.last?.method == .put)
-        #expect(seen.value.last?.body == Data("x".utf8))
+        #expect(transport.requests.last?.method == .put)
+        #expect(transport.requests.last?.body == Data("x".utf8))
     }
 
     @Test func redirectLimitZeroHandsBackTheRedirect() async throws {
@@ -381,15 +369,17 @@ import Testing
             var isSet: Bool { state.withLock { $0 } }
         }
         /// Writes (sets the flag), then awaits as a store write does after
-        /// its commit, where a cancellation would surface.
+        /// its commit, until the deadline watch that the body's end woke has
+        /// run: a cancellation it sent would surface here.
         struct Recorded: NetworkOperation {
             typealias Output = String
             let processed: Flag
+            let clock: ManualClock
             var request: NetworkRequest { .get(URL(string: "http://h.test/x")!) }
             var timeout: Timeout { .idle(.seconds(5)) }
             func process(_ response: NetworkResponse, context: OperationContext) async throws -> String {
                 processed.set()
-                for _ in 0..<2_000 where !Task.isCancelled { await Task.yield() }
+                await clock.advanceAndSettle(by: .zero)
                 try Task.checkCancellation()
                 return response.text
             }
@@ -413,7 +403,7 @@ import Testing
             let processed = Flag()
             try await withController(transport, configure: { $0.environment.clock = clock }) { controller in
                 do {
-                    _ = try await controller.perform(Recorded(processed: processed))
+                    _ = try await controller.perform(Recorded(processed: processed, clock: clock))
                     #expect(processed.isSet)
                     outcomes["succeeded", default: 0] += 1
                 } catch {

@@ -115,6 +115,7 @@ import Testing
         "RetryBudget": RetryBudget.self,
         "RetryDecision": RetryDecision.self,
         "RetryPolicy": RetryPolicy.self,
+        "ScriptedTransport": ScriptedTransport.self,
         "SeededGenerator": SeededGenerator.self,
         "ShutdownReport": ShutdownReport.self,
         "Store": Store.self,

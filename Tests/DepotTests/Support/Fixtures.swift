@@ -109,16 +109,6 @@ extension DemoServer.Fault {
     }
 }
 
-/// A transport that answers from a closure, for rules that need no network
-/// (https → http, scripted redirects, scripted bodies).
-struct ScriptedTransport: Transport {
-    let respond: @Sendable (TransportRequest) async throws -> TransportResponse
-
-    func send(_ request: TransportRequest) async throws -> TransportResponse {
-        try await respond(request)
-    }
-}
-
 extension DepotError {
     /// The error a test expected, or a failure description.
     static func from(_ body: () async throws -> Void) async -> DepotError? {

@@ -1,6 +1,7 @@
 import Depot
 import DepotTesting
 import Foundation
+import Testing
 
 // The examples of doc comments in Sources/Depot/Conditions,
 // Sources/Depot/Controller/Configuration.swift and Sources/DepotTesting,
@@ -66,6 +67,54 @@ enum DocCommentExamples {
         var random = SeededGenerator(seed: 42)
         let decision = RetryPolicy.default.decision(forStatus: 503, headers: [:], method: .get, attempt: 2, now: Date(), using: &random)
         print(decision.delay ?? .zero)   // the same every run
+    }
+
+    static func scriptedTransport(api: URL) async throws {
+        let transport = ScriptedTransport()
+        transport.respond(to: "/contacts", with: .status(200, body: Data(#"{"items": []}"#.utf8)).gated)
+        let controller = NetworkController(configuration: .init(baseURL: api, transport: transport))
+        controller.enqueue(FetchContacts())
+        try await transport.waitingAtGate(atLeast: 1)   // the request is under way, held at the gate
+        #expect(controller.activity.running == 1)
+        transport.letThrough(1)
+    }
+
+    static func scriptedAnswers() -> [ScriptedTransport.Answer] {
+        let redirect: ScriptedTransport.Answer = .respond { request in
+            TransportResponse(status: 302, headers: ["Location": request.url.path + "/"], body: .empty)
+        }
+        return [.status(201, body: Data(#"{"id": 42}"#.utf8)), .failure(DepotError(.connectionLost)), .offline, redirect, .status(200).gated]
+    }
+
+    static func scriptedTransports() -> [ScriptedTransport] {
+        let inOrder = ScriptedTransport(.status(503), .status(200))
+        inOrder.respond(to: "/token", with: .status(401), .status(200))
+        inOrder.respondToOtherPaths(with: .status(200, body: Data("{}".utf8)))
+        let transport = ScriptedTransport { request in
+            TransportResponse(status: request.method == .head ? 200 : 304, body: .empty)
+        }
+        return [inOrder, transport]
+    }
+
+    static func scriptedTransportForwarding() -> ScriptedTransport {
+        let transport = ScriptedTransport(forwardingTo: URLSessionTransport())
+        transport.isOffline = true   // as if the network went away
+        return transport
+    }
+
+    static func scriptedExchanges(_ transport: ScriptedTransport) throws {
+        let exchanges = transport.exchanges
+        let refreshed = try #require(exchanges.first { $0.request.url.path == "/token" && $0.status == 200 }?.answeredAt)
+        let send = try #require(exchanges.first { $0.request.method == .post })
+        #expect(send.sentAt > refreshed)
+    }
+
+    static func scriptedGate(_ transport: ScriptedTransport, controller: NetworkController) async throws {
+        controller.enqueue(PublishPost(text: "hi"))
+        try await transport.waitingAtGate(atLeast: 1)
+        let first = try await transport.requests(atLeast: 1)[0]
+        #expect(first.method == .post)
+        transport.openGate()
     }
 
     static func configuration() -> NetworkController {

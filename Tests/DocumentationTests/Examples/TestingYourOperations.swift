@@ -21,16 +21,6 @@ struct FetchContactsFile: NetworkOperation {
     }
 }
 
-/// A server that never answers: each request waits until it is cancelled.
-struct NeverAnswers: Transport {
-    func send(_ request: TransportRequest) async throws -> TransportResponse {
-        let (never, continuation) = AsyncStream<Never>.makeStream()
-        for await _ in never {}
-        continuation.finish()
-        throw CancellationError()
-    }
-}
-
 enum TestingYourOperationsExamples {
     static func callProcess(fixture: Data) async throws -> [Contact] {
         let response = NetworkResponse(status: 200, body: fixture, url: URL(string: "http://test/contacts")!)
@@ -76,6 +66,21 @@ enum TestingYourOperationsExamples {
         _ = await controller.shutdown(grace: .zero)
     }
 
+    @Test func aFetchHeldAtTheGate() async throws {
+        let contactsJSON = Data(#"{"items": [{"id": 1, "name": "Ann"}]}"#.utf8)
+        let transport = ScriptedTransport()
+        transport.respond(to: "/contacts", with: .status(200, body: contactsJSON).gated)
+        let controller = NetworkController(configuration: .init(baseURL: api, transport: transport))
+
+        let contacts = Task { try await controller.perform(FetchContacts()) }
+        try await transport.waitingAtGate(atLeast: 1)       // the fetch is under way
+        #expect(controller.activity.running == 1)
+        transport.letThrough(1)
+        #expect(try await contacts.value.map(\.name) == ["Ann"])
+        #expect(transport.exchanges.map(\.status) == [200])
+        _ = await controller.shutdown(grace: .zero)
+    }
+
     @Test func aRetryAfter503OnASimulatedLink() async throws {
         let contactsJSON = Data(#"{"items": [{"id": 1, "name": "Ann"}]}"#.utf8)
         let clock = ManualClock()
@@ -96,8 +101,9 @@ enum TestingYourOperationsExamples {
 
     @Test func theGraceEndsOnTheTestsClock() async {
         let clock = ManualClock()
-        let controller = NetworkController(configuration: .init(baseURL: api, transport: NeverAnswers(), environment: .init(clock: clock)))
-        controller.enqueue(PublishPost(text: "hi"))     // .finish, and this server never answers
+        let transport = ScriptedTransport(.status(201).gated)
+        let controller = NetworkController(configuration: .init(baseURL: api, transport: transport, environment: .init(clock: clock)))
+        controller.enqueue(PublishPost(text: "hi"))     // .finish, and its request waits at the gate
         let shutdown = Task { await controller.shutdown(grace: .seconds(5)) }
         await clock.sleepers(atLeast: 2)             // the post's timeout and the grace period
         clock.advance(by: .seconds(5))
