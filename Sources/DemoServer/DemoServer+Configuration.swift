@@ -23,6 +23,14 @@ extension DemoServer {
         public var avatarBytes: Int
         /// How long an access token from `POST /oauth/token` lasts, in server time.
         public var tokenLifetime: Duration
+        /// How many Timeline posts exist at start (ids 1...N, at change number 0).
+        public var timelinePosts: Int
+        /// How many of the latest changes each change feed (Timeline's, the
+        /// CRM's) keeps for `Last-Event-ID` and `/changes?since=`; `POST
+        /// /_control {"changeHistory": N}` changes it at runtime.
+        public var changeHistory: Int
+        /// How often an open event stream gets a `: keep-alive` comment, in server time.
+        public var heartbeatInterval: Duration
 
         /// Makes a configuration.
         public init(
@@ -35,7 +43,10 @@ extension DemoServer {
             clock: any Clock<Duration> = ContinuousClock(),
             conditions: NetworkConditions = .none,
             avatarBytes: Int = 20_000,
-            tokenLifetime: Duration = .seconds(3600)
+            tokenLifetime: Duration = .seconds(3600),
+            timelinePosts: Int = 30,
+            changeHistory: Int = 1_000,
+            heartbeatInterval: Duration = .seconds(15)
         ) {
             self.host = host
             self.port = port
@@ -47,6 +58,9 @@ extension DemoServer {
             self.conditions = conditions
             self.avatarBytes = avatarBytes
             self.tokenLifetime = tokenLifetime
+            self.timelinePosts = timelinePosts
+            self.changeHistory = changeHistory
+            self.heartbeatInterval = heartbeatInterval
         }
     }
 }

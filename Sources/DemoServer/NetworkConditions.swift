@@ -96,7 +96,8 @@ struct ConditionsMiddleware: RouterMiddleware {
             context.channel.close(mode: .all, promise: nil)
             throw DeliberateReset()
         }
-        if let kbps = conditions.bandwidthKbps, kbps > 0 {
+        // An event stream never ends, so it cannot be collected and paced: it goes out as written.
+        if let kbps = conditions.bandwidthKbps, kbps > 0, response.headers[.contentType] != "text/event-stream" {
             response = await Self.paced(response, kbps: kbps, state: state)
         }
         return response

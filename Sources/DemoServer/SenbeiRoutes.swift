@@ -2,7 +2,6 @@ import Foundation
 import Hummingbird
 import NIOCore
 import Seeded
-import Synchronization
 
 /// A Fat Free CRM-like JSON API for the Senbei example, behind HTTP Basic auth
 /// or a bearer token from ``OAuthTokens``' `POST /oauth/token`.
@@ -96,7 +95,7 @@ enum SenbeiRoutes {
     }
 
     static func add(to router: Router<DemoRequestContext>, state: ServerState) {
-        let store = Mutex(makeStore(seed: state.configuration.seed, today: state.now))
+        let store = state.crm
         // Every write honours Idempotency-Key; a 401 comes first and claims no key.
         let keys = IdempotencyKeys()
         let tokens = OAuthTokens(server: state)
@@ -115,14 +114,15 @@ enum SenbeiRoutes {
                     let spaced = raw.replacingOccurrences(of: "+", with: " ")
                     return (spaced.removingPercentEncoding ?? spaced).lowercased()
                 }
-                let all = store.withLock { $0.lists[kind] ?? [] }.filter { entity in
+                let (list, cursor) = store.read { store, log in (store.lists[kind] ?? [], log.sequence) }
+                let all = list.filter { entity in
                     guard let query, !query.isEmpty else { return true }
                     return entity.name.lowercased().contains(query) || (entity.email?.contains(query) ?? false)
                 }
                 // A page far past the end (even Int.max) is simply empty: no overflow.
                 let (skipped, overflow) = (page - 1).multipliedReportingOverflow(by: perPage)
                 let items = overflow ? [] : Array(all.dropFirst(skipped).prefix(perPage))
-                return try json(Page(items: items, page: page, perPage: perPage, total: all.count))
+                return try json(Page(items: items, page: page, perPage: perPage, total: all.count), changeCursor: cursor)
             }
         }
         crm.post("/contacts") { request, _ in
@@ -133,13 +133,7 @@ enum SenbeiRoutes {
                 if (body?.name ?? "").trimmingCharacters(in: .whitespaces).isEmpty { errors["name"] = ["can't be blank"] }
                 if let email = body?.email, !email.contains("@") { errors["email"] = ["is invalid"] }
                 guard errors.isEmpty, let name = body?.name else { return try invalid(errors) }
-                let contact = store.withLock { store -> Entity in
-                    store.nextID += 1
-                    let contact = Entity(id: store.nextID, name: name, email: body?.email, company: nil)
-                    store.lists["contacts", default: []].insert(contact, at: 0)
-                    store.activities.insert(Activity(id: store.nextID, action: "created", subject: "contact \(name)"), at: 0)
-                    return contact
-                }
+                let contact = store.write { store, log in store.addContact(name: name, email: body?.email, log: &log) }
                 return try json(contact, status: .created)
             }
         }
@@ -148,7 +142,7 @@ enum SenbeiRoutes {
                 .compactMap { type in request.uri.queryParameters.get("\(type)_id", as: Int.self).map { (type, $0) } }
                 .first
             guard let (type, id) = pair else { return try invalid(["commentable": ["give one of account_id, contact_id, lead_id, opportunity_id, campaign_id"]]) }
-            let comments = store.withLock { $0.comments.filter { $0.commentableType == type && $0.commentableId == id } }
+            let comments = store.read { store, _ in store.comments.filter { $0.commentableType == type && $0.commentableId == id } }
             return try json(comments)
         }
         crm.post("/comments") { request, _ in
@@ -159,7 +153,7 @@ enum SenbeiRoutes {
                 if (body?.comment ?? "").trimmingCharacters(in: .whitespaces).isEmpty { errors["comment"] = ["can't be blank"] }
                 if body?.commentableType == nil || body?.commentableId == nil { errors["commentable"] = ["is required"] }
                 guard errors.isEmpty, let body, let type = body.commentableType, let id = body.commentableId, let text = body.comment else { return try invalid(errors) }
-                let comment = store.withLock { store -> Comment in
+                let comment = store.write { store, _ -> Comment in
                     store.nextID += 1
                     let comment = Comment(id: store.nextID, commentableType: type, commentableId: id, comment: text)
                     store.comments.append(comment)
@@ -172,7 +166,7 @@ enum SenbeiRoutes {
         crm.delete("/comments/:id") { request, context in
             try await keys.respond(to: request) { _ in
                 let id = try context.parameters.require("id", as: Int.self)
-                let removed = store.withLock { store -> Bool in
+                let removed = store.write { store, _ -> Bool in
                     let before = store.comments.count
                     store.comments.removeAll { $0.id == id }
                     return store.comments.count < before
@@ -181,7 +175,8 @@ enum SenbeiRoutes {
             }
         }
         crm.get("/tasks") { _, _ in
-            try json(store.withLock { $0.tasks.filter { !$0.completed } })
+            let (tasks, cursor) = store.read { store, log in (store.tasks.filter { !$0.completed }, log.sequence) }
+            return try json(tasks, changeCursor: cursor)
         }
         crm.post("/tasks") { request, _ in
             try await keys.respond(to: request) { data in
@@ -191,33 +186,22 @@ enum SenbeiRoutes {
                 if (body?.name ?? "").trimmingCharacters(in: .whitespaces).isEmpty { errors["name"] = ["can't be blank"] }
                 if let due = body?.due, (try? Date(due, strategy: Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day())) == nil { errors["due"] = ["must be yyyy-MM-dd"] }
                 guard errors.isEmpty, let name = body?.name else { return try invalid(errors) }
-                let task = store.withLock { store -> CRMTask in
-                    store.nextID += 1
-                    let task = CRMTask(id: store.nextID, name: name, due: body?.due, completed: false)
-                    store.tasks.append(task)
-                    store.activities.insert(Activity(id: store.nextID, action: "created", subject: "task \(name)"), at: 0)
-                    return task
-                }
+                let task = store.write { store, log in store.addTask(name: name, due: body?.due, log: &log) }
                 return try json(task, status: .created)
             }
         }
         crm.put("/tasks/:id/complete") { request, context in
             try await keys.respond(to: request) { _ in
                 let id = try context.parameters.require("id", as: Int.self)
-                let task = store.withLock { store -> CRMTask? in
-                    guard let index = store.tasks.firstIndex(where: { $0.id == id }) else { return nil }
-                    store.tasks[index].completed = true
-                    store.nextID += 1
-                    store.activities.insert(Activity(id: store.nextID, action: "completed", subject: "task \(store.tasks[index].name)"), at: 0)
-                    return store.tasks[index]
-                }
+                let task = store.write { store, log in store.completeTask(id: id, log: &log) }
                 guard let task else { return try invalidStatus(.notFound, ["base": ["there is no task \(id)"]]) }
                 return try json(task)
             }
         }
         crm.get("/activities") { _, _ in
-            try json(store.withLock { $0.activities })
+            try json(store.read { store, _ in store.activities })
         }
+        addChanges(to: crm, state: state)
     }
 
     static let encoder: JSONEncoder = {
@@ -228,6 +212,13 @@ enum SenbeiRoutes {
 
     static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
         Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+    }
+
+    /// A JSON list answer with the CRM's `Change-Cursor`: the change number its snapshot is at.
+    static func json<T: Encodable>(_ value: T, changeCursor: Int) throws -> Response {
+        var response = try json(value)
+        response.headers[ChangeFeed<Store, Change>.changeCursorHeader] = "\(changeCursor)"
+        return response
     }
 
     static func invalid(_ errors: [String: [String]]) throws -> Response {

@@ -15,6 +15,12 @@ final class ServerState: Sendable {
     let gates = Gates()
     /// What arrived on the fault routes, and which responses their clients abandoned.
     let requestLog = RequestLog()
+    /// Timeline's posts and their changes (``TimelineRoutes``).
+    let timeline: ChangeFeed<TimelineRoutes.Model, TimelineRoutes.Change>
+    /// The CRM's store and its changes (``SenbeiRoutes``).
+    let crm: ChangeFeed<SenbeiRoutes.Store, SenbeiRoutes.Change>
+    /// Whether event streams send keep-alives (`POST /_control {"heartbeats": false}`).
+    private let heartbeats = Mutex(true)
     private let link: Mutex<(global: NetworkConditions, routes: [String: NetworkConditions], random: SplitMix64)>
     /// Responses still to drop after handling, by route path ("" for any path).
     private let drops = Mutex<[String: Int]>([:])
@@ -28,6 +34,9 @@ final class ServerState: Sendable {
         self.feed = ForumFeed(seed: configuration.seed, initialPosts: configuration.initialPosts, postInterval: configuration.postInterval, epoch: configuration.epoch)
         (self.elapsedNow, self.sleeper) = Self.timeline(on: configuration.clock)
         self.link = Mutex((configuration.conditions, [:], SplitMix64(seed: configuration.seed)))
+        self.timeline = TimelineRoutes.makeFeed(configuration)
+        // Server time starts at 0, so today is the epoch's day.
+        self.crm = SenbeiRoutes.makeFeed(configuration, today: configuration.epoch)
     }
 
     /// The conditions for a request path: the route's, over the global ones.
@@ -52,7 +61,42 @@ final class ServerState: Sendable {
             if request.reset == true { drops = [:] }
             if let count = request.dropResponses { drops[request.route ?? ""] = count }
         }
+        controlStreams(request)
     }
+
+    /// The change-feed part of a `POST /_control` request, in this order:
+    /// reset, history, heartbeats, arming the mid-event cut, the changes, the cut.
+    /// So `{"cutStreamsMidEvent": true, "timelineChanges": {"posts": 1}}` cuts
+    /// every open Timeline stream in the middle of that new post's event.
+    private func controlStreams(_ request: ControlRequest) {
+        if request.reset == true {
+            heartbeats.withLock { $0 = true }
+            timeline.resize(to: configuration.changeHistory)
+            crm.resize(to: configuration.changeHistory)
+        }
+        if let history = request.changeHistory {
+            timeline.resize(to: history)
+            crm.resize(to: history)
+        }
+        if let on = request.heartbeats { heartbeats.withLock { $0 = on } }
+        if request.cutStreamsMidEvent == true {
+            timeline.ring(.cutMidEvent)
+            crm.ring(.cutMidEvent)
+        }
+        if let changes = request.timelineChanges {
+            timeline.write { model, log in model.makeChanges(posts: changes.posts ?? 0, deletes: changes.deletes ?? 0, log: &log) }
+        }
+        if let changes = request.crmChanges {
+            crm.write { store, log in store.makeChanges(contacts: changes.contacts ?? 0, tasks: changes.tasks ?? 0, log: &log) }
+        }
+        if request.cutStreams == true {
+            timeline.ring(.cut)
+            crm.ring(.cut)
+        }
+    }
+
+    /// Whether event streams send keep-alives now.
+    var heartbeatsEnabled: Bool { heartbeats.withLock { $0 } }
 
     /// Books `transmission` on the shared link and returns how long to wait, from
     /// now, until that much has gone out: after everything booked before it.
@@ -90,12 +134,14 @@ final class ServerState: Sendable {
     /// Sleeps on the server's clock (pacing of drip bodies and delays).
     func sleep(for duration: Duration) async throws { try await sleeper(duration) }
 
-    /// Marks the server as stopping: endless bodies end, and every handler
+    /// Marks the server as stopping: endless bodies and event streams end, and every handler
     /// waiting at a gate fails, so a graceful shutdown is not held up by them.
     func beginStopping() {
         stopping.withLock { $0 = true }
         gates.closeAll()
         requestLog.close()
+        timeline.ring(.stop)
+        crm.ring(.stop)
     }
 
     var isStopping: Bool { stopping.withLock { $0 } }

@@ -6,8 +6,18 @@ import Seeded
 import Synchronization
 
 /// The Twitter-like routes of the Timeline example: the timeline (newest
-/// first; `since=ID` for newer posts, `before=ID` for older ones, `limit=N`), posting with
-/// an Idempotency-Key (``IdempotencyKeys``), and PNG avatars.
+/// first; `since=ID` for newer posts, `before=ID` for older ones, `limit=N` up
+/// to 100,000), posting and deleting with an Idempotency-Key
+/// (``IdempotencyKeys``), the live changes, and PNG avatars.
+///
+/// Every post created (`POST /posts`, or `POST /_control {"timelineChanges"}`)
+/// and every post deleted (`DELETE /posts/:id`, or the control) is a change
+/// with the next number of one sequence; the posts at start are the state at
+/// number 0. `GET /timeline` says in `Change-Cursor` which number its snapshot
+/// is at; `GET /timeline/events` streams the changes as server-sent events
+/// (``EventStream``: `event: post` with the post as `GET /timeline` encodes
+/// it, `event: delete` with `{"id":N}`), and `GET /timeline/changes?since=N`
+/// pages through them (``ChangeFeed/changesResponse(to:)``).
 enum TimelineRoutes {
     struct Post: Codable, Sendable, Hashable {
         var id: Int
@@ -16,45 +26,50 @@ enum TimelineRoutes {
         var avatar: String
     }
 
+    /// The most posts one `GET /timeline` answers (a full refetch of a large collection).
+    static let maximumLimit = 100_000
+
     static func add(to router: Router<DemoRequestContext>, state: ServerState) {
-        var random = SplitMix64(seed: state.configuration.seed &+ 7)
-        let authors = ["joeconway", "aaronh", "bnr_student", "swiftling", "feedreader42", "mainactor", "kmackenzie", "mikew", "offline_first", "tunnelrat", "retry_after", "sendable"]
-        let lines = ["Shipped it.", "Who else is offline right now?", "The timeline loads before the avatars. As it should.", "Retry-After: 30", "Cache first, ask later.", "Posting from the tunnel."]
-        let initial = (1...30).map { id -> Post in
-            let author = Int(random.next() % UInt64(authors.count))
-            return Post(id: id, author: authors[author], text: lines[Int(random.next() % UInt64(lines.count))], avatar: "/avatars/\(author + 1).png")
-        }
-        let stored = Mutex(initial)
+        let feed = state.timeline
         let keys = IdempotencyKeys()
 
         router.get("/timeline") { request, _ in
             let since = request.uri.queryParameters.get("since", as: Int.self) ?? 0
             // Older posts: those before an id the client has (the last of its oldest page).
             let before = request.uri.queryParameters.get("before", as: Int.self) ?? Int.max
-            let limit = max(1, min(request.uri.queryParameters.get("limit", as: Int.self) ?? 50, 200))
-            let posts = stored.withLock { Array($0.filter { $0.id > since && $0.id < before }.sorted { $0.id > $1.id }.prefix(limit)) }
-            return try SenbeiRoutes.json(posts)
+            let limit = max(1, min(request.uri.queryParameters.get("limit", as: Int.self) ?? 50, maximumLimit))
+            // The posts and the number of the last change they include, under one lock.
+            let (posts, cursor) = feed.read { model, log in (model.newestFirst(since: since, before: before, limit: limit), log.sequence) }
+            var response = try SenbeiRoutes.json(posts)
+            response.headers[ChangeFeed<Model, Change>.changeCursorHeader] = "\(cursor)"
+            return response
+        }
+
+        router.get("/timeline/events") { request, context in
+            EventStream.response(to: request, context: context, feed: feed, state: state)
+        }
+
+        router.get("/timeline/changes") { request, _ in
+            try feed.changesResponse(to: request)
         }
 
         router.post("/posts") { request, _ in
             try await keys.respond(to: request) { data in
                 struct NewPost: Decodable { var text: String?; var author: String? }
                 let body = try? JSONDecoder().decode(NewPost.self, from: Data(buffer: data))
-                let status: HTTPResponse.Status
-                let payload: Data
-                if let text = body?.text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty, text.count <= 280 {
-                    let post = stored.withLock { posts -> Post in
-                        let post = Post(id: (posts.map(\.id).max() ?? 0) + 1, author: body?.author ?? "you", text: text, avatar: "/avatars/1.png")
-                        posts.append(post)
-                        return post
-                    }
-                    payload = try SenbeiRoutes.encoder.encode(post)
-                    status = .created
-                } else {
-                    payload = try SenbeiRoutes.encoder.encode(["errors": ["text": ["must be 1 to 280 characters"]]])
-                    status = .unprocessableContent
+                guard let text = body?.text?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty, text.count <= 280 else {
+                    return try SenbeiRoutes.invalid(["text": ["must be 1 to 280 characters"]])
                 }
-                return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: payload)))
+                let post = feed.write { model, log in model.add(author: body?.author ?? "you", text: text, avatar: "/avatars/1.png", log: &log) }
+                return try SenbeiRoutes.json(post, status: .created)
+            }
+        }
+
+        router.delete("/posts/:id") { request, context in
+            try await keys.respond(to: request) { _ in
+                let id = try context.parameters.require("id", as: Int.self)
+                let deleted = feed.write { model, log in model.delete(id: id, log: &log) }
+                return deleted ? Response(status: .noContent) : try SenbeiRoutes.invalidStatus(.notFound, ["base": ["there is no post \(id)"]])
             }
         }
 
