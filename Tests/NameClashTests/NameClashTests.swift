@@ -117,6 +117,8 @@ import Testing
         "RetryPolicy": RetryPolicy.self,
         "ScriptedTransport": ScriptedTransport.self,
         "SeededGenerator": SeededGenerator.self,
+        "ServerSentEvent": ServerSentEvent.self,
+        "ServerSentEventParser": ServerSentEventParser.self,
         "ShutdownReport": ShutdownReport.self,
         "Store": Store.self,
         "StreamedBody": StreamedBody.self,
