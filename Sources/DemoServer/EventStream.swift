@@ -74,10 +74,14 @@ enum EventStream {
             let missed = state.streamCuts.signals(since: cuts)
             let (cursor, preamble) = startingPoint(lastID: lastID, opened: opened, feed: feed)
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    while true {
-                        try await state.sleep(for: state.configuration.heartbeatInterval)
-                        doorbell.ring(.heartbeat)
+                // A zero or negative interval means no keep-alives (rather than a busy loop).
+                let interval = state.configuration.heartbeatInterval
+                if interval > .zero {
+                    group.addTask {
+                        while true {
+                            try await state.sleep(for: interval)
+                            doorbell.ring(.heartbeat)
+                        }
                     }
                 }
                 defer { group.cancelAll() }
