@@ -48,14 +48,19 @@ extension DemoServer {
                 "GET  /comments?contact_id=ID, POST /comments, DELETE /comments/:id",
                 "GET  /tasks, POST /tasks, PUT /tasks/:id/complete",
                 "GET  /activities",
+                "GET  /crm/events   contact and task changes, server-sent events",
+                "GET  /crm/changes?since=N&limit=M  the same changes as JSON pages",
                 "Writes honour Idempotency-Key: a repeated key replays the answer.",
             ],
             sample: "/contacts"),
         RouteGroup(
             name: "timeline", purpose: "Timeline's posts and avatars", authentication: nil,
             routes: [
-                "GET  /timeline  newest first (?since=ID, ?before=ID, ?limit=N)",
-                "POST /posts     a new post; honours Idempotency-Key",
+                "GET  /timeline  newest first (?since=ID, ?before=ID, ?limit=N);",
+                "                Change-Cursor: the change its snapshot is at",
+                "GET  /timeline/events  changes as server-sent events (Last-Event-ID)",
+                "GET  /timeline/changes?since=N&limit=M  changes as JSON pages",
+                "POST /posts, DELETE /posts/:id  honour Idempotency-Key",
                 "GET  /avatars/N.png  a PNG with an ETag; answers Range",
             ],
             sample: "/timeline"),
@@ -94,7 +99,9 @@ extension DemoServer {
             name: "control", purpose: "the link's conditions, changed at run time", authentication: nil,
             routes: [
                 #"POST /_control  {"route", "latencyMs", "bandwidthKbps", "failRate","#,
-                #"                 "offline", "dropResponses", "reset"}"#,
+                #"                 "offline", "dropResponses", "reset", "cutStreams","#,
+                #"                 "cutStreamsMidEvent", "heartbeats", "changeHistory","#,
+                #"                 "timelineChanges", "crmChanges"}"#,
             ],
             sample: nil),
         RouteGroup(

@@ -62,6 +62,7 @@ enum EventStream {
     ) -> Response {
         // The number current when the request arrived: what "after the connection opened" means.
         let opened = feed.sequence
+        let cuts = state.streamCuts
         let lastID = request.headers[lastEventID]
         let channel = context.channel
         let headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
@@ -69,16 +70,22 @@ enum EventStream {
             let doorbell = Doorbell(interrupt: { channel.close(mode: .all, promise: nil) })
             let token = feed.subscribe(doorbell)
             defer { feed.unsubscribe(token) }
+            // Cuts made after the request arrived but before the stream listened apply to it too.
+            let missed = state.streamCuts.signals(since: cuts)
             let (cursor, preamble) = startingPoint(lastID: lastID, opened: opened, feed: feed)
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    while true {
-                        try await state.sleep(for: state.configuration.heartbeatInterval)
-                        doorbell.ring(.heartbeat)
+                // A zero or negative interval means no keep-alives (rather than a busy loop).
+                let interval = state.configuration.heartbeatInterval
+                if interval > .zero {
+                    group.addTask {
+                        while true {
+                            try await state.sleep(for: interval)
+                            doorbell.ring(.heartbeat)
+                        }
                     }
                 }
                 defer { group.cancelAll() }
-                try await serve(feed: feed, state: state, doorbell: doorbell, cursor: cursor, preamble: preamble, writer: &writer)
+                try await serve(feed: feed, state: state, doorbell: doorbell, cursor: cursor, preamble: preamble, missed: missed, writer: &writer)
             }
             try await writer.finish(nil)
         })
@@ -101,11 +108,12 @@ enum EventStream {
         doorbell: Doorbell,
         cursor: Int,
         preamble: String,
+        missed: Doorbell.Signals,
         writer: inout any ResponseBodyWriter
     ) async throws {
         var cursor = cursor
         var out = ByteBuffer(string: preamble)
-        var signals: Doorbell.Signals = [.changed]
+        var signals: Doorbell.Signals = missed.union(.changed)
         var cutMidEvent = false
         while true {
             if signals.contains(.stop) || state.isStopping { break }

@@ -4,8 +4,8 @@ import Hummingbird
 import NIOCore
 import Synchronization
 
-/// `Idempotency-Key` for the demo server's write routes (`POST /posts` and the
-/// CRM's writes), so that a client that lost an answer can send the same
+/// `Idempotency-Key` for the demo server's write routes (`POST /posts`,
+/// `DELETE /posts/:id` and the CRM's writes), so that a client that lost an answer can send the same
 /// request again and the change happens once.
 ///
 /// For a request that carries the header, on one route group:

@@ -12,6 +12,8 @@ import Seeded
 /// A task without a due date is due "as soon as possible". Every write
 /// (`POST /contacts`, `POST /comments`, `DELETE /comments/:id`, `POST /tasks`,
 /// `PUT /tasks/:id/complete`) honours `Idempotency-Key` (``IdempotencyKeys``).
+/// Every change to a contact or a task is numbered in one CRM change feed,
+/// served at `GET /crm/events` and `GET /crm/changes` (``addChanges(to:state:)``).
 enum SenbeiRoutes {
     struct Entity: Codable, Sendable, Hashable {
         var id: Int

@@ -21,6 +21,10 @@ final class ServerState: Sendable {
     let crm: ChangeFeed<SenbeiRoutes.Store, SenbeiRoutes.Change>
     /// Whether event streams send keep-alives (`POST /_control {"heartbeats": false}`).
     private let heartbeats = Mutex(true)
+    /// How many `cutStreams` and `cutStreamsMidEvent` controls there have been:
+    /// a stream whose request came before one, but which was not listening
+    /// yet, compares these to know it was cut too.
+    private let cuts = Mutex(StreamCuts())
     private let link: Mutex<(global: NetworkConditions, routes: [String: NetworkConditions], random: SplitMix64)>
     /// Responses still to drop after handling, by route path ("" for any path).
     private let drops = Mutex<[String: Int]>([:])
@@ -80,6 +84,7 @@ final class ServerState: Sendable {
         }
         if let on = request.heartbeats { heartbeats.withLock { $0 = on } }
         if request.cutStreamsMidEvent == true {
+            cuts.withLock { $0.midEvent += 1 }
             timeline.ring(.cutMidEvent)
             crm.ring(.cutMidEvent)
         }
@@ -90,10 +95,14 @@ final class ServerState: Sendable {
             crm.write { store, log in store.makeChanges(contacts: changes.contacts ?? 0, tasks: changes.tasks ?? 0, log: &log) }
         }
         if request.cutStreams == true {
+            cuts.withLock { $0.all += 1 }
             timeline.ring(.cut)
             crm.ring(.cut)
         }
     }
+
+    /// The counts of stream cuts so far.
+    var streamCuts: StreamCuts { cuts.withLock { $0 } }
 
     /// Whether event streams send keep-alives now.
     var heartbeatsEnabled: Bool { heartbeats.withLock { $0 } }
@@ -152,5 +161,21 @@ final class ServerState: Sendable {
     /// The wall-clock date of server time now.
     var now: Date {
         configuration.epoch.addingTimeInterval(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+}
+
+/// How many times `POST /_control` has cut the event streams.
+struct StreamCuts: Sendable, Equatable {
+    /// `"cutStreams"` controls.
+    var all = 0
+    /// `"cutStreamsMidEvent"` controls.
+    var midEvent = 0
+
+    /// The cuts made since `earlier`, as the doorbell signals a stream that missed them gets.
+    func signals(since earlier: StreamCuts) -> Doorbell.Signals {
+        var signals: Doorbell.Signals = []
+        if all != earlier.all { signals.insert(.cut) }
+        if midEvent != earlier.midEvent { signals.insert(.cutMidEvent) }
+        return signals
     }
 }

@@ -26,6 +26,12 @@ struct DepotServerCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "How many forum posts exist at start (the feeds show the newest 50, or ?limit=N up to 20,000).")
     var initialPosts: Int = 20
 
+    @Option(parsing: .unconditional, help: "How many Timeline posts exist at start.")
+    var timelinePosts: Int = 30
+
+    @Option(parsing: .unconditional, help: "How many of the latest changes the Timeline and the CRM keep for resuming streams and /changes.")
+    var changeHistory: Int = 1_000
+
     @Option(parsing: .unconditional, help: "Delay before every response, in milliseconds.")
     var latency: Int?
 
@@ -45,6 +51,8 @@ struct DepotServerCommand: AsyncParsableCommand {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535 (0 picks a free port)") }
         guard (1...86_400).contains(postInterval) else { throw ValidationError("--post-interval must be between 1 and 86400 seconds") }
         guard (0...20_000).contains(initialPosts) else { throw ValidationError("--initial-posts must be between 0 and 20000") }
+        guard (0...1_000_000).contains(timelinePosts) else { throw ValidationError("--timeline-posts must be between 0 and 1000000") }
+        guard (0...1_000_000).contains(changeHistory) else { throw ValidationError("--change-history must be between 0 and 1000000") }
         if let latency, !(0...600_000).contains(latency) { throw ValidationError("--latency must be between 0 and 600000 milliseconds") }
         if let bandwidth, !(1...10_000_000).contains(bandwidth) { throw ValidationError("--bandwidth must be between 1 and 10000000 kbit/s") }
         guard tokenLifetime.isFinite, (0.1...31_536_000).contains(tokenLifetime) else { throw ValidationError("--token-lifetime must be between 0.1 and 31536000 seconds") }
@@ -59,7 +67,9 @@ struct DepotServerCommand: AsyncParsableCommand {
             postInterval: .seconds(max(1, postInterval)),
             epoch: Date(),
             conditions: NetworkConditions(latencyMs: latency, bandwidthKbps: bandwidth, failRate: failRate),
-            tokenLifetime: .milliseconds(Int64((tokenLifetime * 1000).rounded()))
+            tokenLifetime: .milliseconds(Int64((tokenLifetime * 1000).rounded())),
+            timelinePosts: timelinePosts,
+            changeHistory: changeHistory
         ))
         // Written at once, not buffered: a script that reads the port from a pipe needs it now.
         FileHandle.standardOutput.write(Data(DemoServer.banner(listeningOn: server.baseURL).utf8))

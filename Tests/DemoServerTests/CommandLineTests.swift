@@ -15,6 +15,8 @@ struct CommandLineTests {
             (["--bandwidth", "0"], "--bandwidth must be between 1 and 10000000 kbit/s"),
             (["--initial-posts", "999999"], "--initial-posts must be between 0 and 20000"),
             (["--post-interval", "0"], "--post-interval must be between 1 and 86400 seconds"),
+            (["--timeline-posts", "-1"], "--timeline-posts must be between 0 and 1000000"),
+            (["--change-history", "2000000"], "--change-history must be between 0 and 1000000"),
             (["--fail-rate", "2"], "--fail-rate must be between 0 and 1"),
             (["--token-lifetime", "0"], "--token-lifetime must be between 0.1 and 31536000 seconds"),
             (["--token-lifetime", "nan"], "--token-lifetime must be between 0.1 and 31536000 seconds"),
@@ -35,7 +37,7 @@ struct CommandLineTests {
                 for route in group.routes { #expect(text.contains("    \(route)\n"), "\(route) is missing") }
             }
             #expect(text.contains("crm: Senbei's CRM; needs authentication:\n    Bearer token"))
-            for path in ["/forum/rss", "/topsongs/", "/oauth/token", "/contacts", "/tasks", "/timeline", "/avatars/", "/paging/items", "/faults/status/", "/faults/bytes/", "/_control", "/_stats"] {
+            for path in ["/forum/rss", "/topsongs/", "/oauth/token", "/contacts", "/tasks", "/timeline", "/timeline/events", "/timeline/changes", "/crm/events", "/crm/changes", "/avatars/", "/paging/items", "/faults/status/", "/faults/bytes/", "/_control", "/_stats"] {
                 #expect(text.contains(path), "\(path) is not listed")
             }
         }
