@@ -76,7 +76,11 @@ extension AttemptLoop {
         while true {
             // The sink of this attempt's streamed body, until it is processed or failed.
             var streamed: (any ResponseBodySink)?
-            let outcome = await attemptTransfer(operation, name: name, request: request, url: url, attempt: attempt, environment: environment, logger: logger, traceParent: traceParent, host: host)
+            var streamWasUp = false
+            let outcome = await attemptTransfer(operation, name: name, request: request, url: url, attempt: attempt, environment: environment, logger: logger, traceParent: traceParent, host: host, streamWasUp: &streamWasUp)
+            // A long-lived stream that was up and then dropped reconnects as if
+            // for the first time: hours of service are not failed attempts.
+            if streamWasUp { attempt = 1 }
             let intercepted: InterceptedAttempt
             let sample: TransferSample?
             switch outcome {
@@ -197,7 +201,8 @@ extension AttemptLoop {
         environment: JobEnvironment,
         logger: Logger,
         traceParent: ServiceContext?,
-        host: any AttemptHost
+        host: any AttemptHost,
+        streamWasUp: inout Bool
     ) async -> AttemptOutcome {
         // A function, not a closure value: a closure would be allocated per job even when nothing logs.
         func logMetadata() -> Logger.Metadata { ["depot.ticket": "\(environment.job)", "depot.operation": "\(name)"] }
@@ -244,23 +249,35 @@ extension AttemptLoop {
         let chooseSink = bodySinkChooser(for: operation, context: OperationContext(
             ticket: environment.job, attempt: attempt, now: context.now, logger: logger, values: configuration.contextValues, operationName: name, requestURL: transportRequest.url))
         let transfer: TransferPipeline.Result
+        // A long-lived stream: no total deadline, no size limit on its sink's
+        // body, no progress events, and not a sample of the link (its bytes
+        // come when the server has news, not as fast as the link allows).
+        let longLived = operation.isLongLived
+        let streamUp: Locked<Bool>? = longLived ? Locked(false) : nil
         do {
-            let ranges = host.delayableRanges(for: transportRequest, priority: operation.priority, job: environment.job, meter: meter)
-            transfer = try await pipeline.run(transportRequest, timeout: operation.timeout.capped(at: configuration.limits.longestTransfer), streamingTo: chooseSink, inRanges: ranges, cancelOnTimeout: environment.cancel, onHead: meter.begin) { [host] progress in
+            let ranges = longLived ? nil : host.delayableRanges(for: transportRequest, priority: operation.priority, job: environment.job, meter: meter)
+            let timeout = longLived ? Timeout(idle: operation.timeout.idle) : operation.timeout.capped(at: configuration.limits.longestTransfer)
+            transfer = try await pipeline.run(transportRequest, timeout: timeout, streamingTo: chooseSink, inRanges: ranges, limitsStreamedBody: !longLived, cancelOnTimeout: environment.cancel, onHead: { at in
+                meter.begin(at: at)
+                streamUp?.value = true
+            }) { [host] progress in
                 meter.record(progress.received)
+                guard !longLived else { return }
                 if let pacing { host.notePacing(pacing, progress) }
                 host.reportProgress(running, progress)
             }
         } catch {
             let failure = DepotError.wrap(error, operation: name, fallback: .transport)
             span?.failed(configuration.observability.redaction.error(failure))  // exported: no secrets
-            host.noteAttempt(sample: nil, error: failure)
+            streamWasUp = streamUp?.value ?? false
+            // A stream that was up and dropped says nothing of the link now.
+            if !streamWasUp { host.noteAttempt(sample: nil, error: failure) }
             return .failed(failure, headers: [:], sample: nil, sent: transportRequest)
         }
         let response = transfer.response
         span?.responded(status: response.status, bytes: transfer.sample.bytes)
         telemetry.metrics?.received(transfer.sample.bytes, operation: name)
-        let linkSample = meter.linkSample(for: transfer.sample, minimumBytes: configuration.conditions.monitor.minimumMeasurableBytes)
+        let linkSample = longLived ? nil : meter.linkSample(for: transfer.sample, minimumBytes: configuration.conditions.monitor.minimumMeasurableBytes)
         if let trace = configuration.observability.trace {
             let sample = transfer.sample
             let firstByte = timebase.now() - sample.transferDuration

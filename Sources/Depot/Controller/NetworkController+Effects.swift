@@ -199,7 +199,7 @@ extension NetworkController {
                 // A fail-fast probe found no network: the probe window closes again.
                 handle(.probeFoundNoNetwork, in: &state, at: now, into: &effects)
             }
-            if state.scheduler.runningJobCount == 0, !state.conditions.trickling.isEmpty {
+            if state.scheduler.runningSlottedJobCount == 0, !state.conditions.trickling.isEmpty {
                 apply(state.scheduler.trickle(from: state.conditions.trickling), in: &state, at: now, into: &effects)
             }
             return effects

@@ -312,9 +312,11 @@ public final class NetworkController: Sendable {
             id: id,
             priority: operation.priority,
             category: operation.category,
-            exitPolicy: operation.exitPolicy,
+            // A long-lived stream never holds up shutdown, whatever it asks.
+            exitPolicy: operation.isLongLived ? .cancel : operation.exitPolicy,
             coalescingKey: Self.coalescingKey(for: operation, method: request.method, url: url),
-            dependencies: dependencies.map(\.id)
+            dependencies: dependencies.map(\.id),
+            holdsSlot: !operation.isLongLived
         )
         let traceParent = telemetry.parentContext()
         let runner: JobRunner = { [weak self] environment in

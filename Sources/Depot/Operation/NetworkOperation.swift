@@ -68,6 +68,20 @@ public protocol NetworkOperation: Sendable {
     var isDroppable: Bool { get }
     /// When a failed attempt is retried; `nil` uses the controller's policy. Default: `nil`.
     var retryPolicy: RetryPolicy? { get }
+    /// Whether this is a long-lived stream, such as server-sent events: a
+    /// response that stays open for as long as the app listens. Default: `false`.
+    ///
+    /// A long-lived operation holds no concurrency slot (it starts whenever
+    /// the network is up and its category is not paused), has no total
+    /// deadline (``Timeout/total`` and the controller's `longestTransfer` do
+    /// not apply; the idle timeout does, so a stream that stops sending even
+    /// heartbeats fails), its streamed body does not count against
+    /// `maximumBodySize` (its ``ResponseBodySink`` bounds the memory), its
+    /// transfers are not samples of the link, and shutdown cancels it at once
+    /// whatever its ``exitPolicy``. A drop after the stream was up counts its
+    /// reconnects from the first attempt again. Make it a
+    /// ``StreamingNetworkOperation``, so that the body reaches a sink as it arrives.
+    var isLongLived: Bool { get }
 }
 
 extension NetworkOperation {
@@ -83,6 +97,7 @@ extension NetworkOperation {
     }
     public var isDroppable: Bool { false }
     public var retryPolicy: RetryPolicy? { nil }
+    public var isLongLived: Bool { false }
 
     public func prepare(_ request: inout TransportRequest, context: OperationContext) async throws {}
 

@@ -20,6 +20,8 @@ extension Scheduler {
             markStopped(id, priority: job.priority)
             if holding {
                 held.append(id)
+            } else if unslotted.contains(id) {
+                unslottedQueue.append(id)
             } else {
                 queues[job.priority.rawValue].append(id)
             }
@@ -35,7 +37,11 @@ extension Scheduler {
         held.removeAll()
         for id in released {
             guard let job = jobs[id], !running.contains(id) else { continue }
-            queues[job.priority.rawValue].append(id)
+            if unslotted.contains(id) {
+                unslottedQueue.append(id)
+            } else {
+                queues[job.priority.rawValue].append(id)
+            }
         }
         begin()
         pump()

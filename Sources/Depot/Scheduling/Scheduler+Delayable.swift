@@ -64,7 +64,7 @@ extension Scheduler {
 
     /// How many delayable jobs run now, and whether important work runs beside them.
     var runningMix: (delayable: Int, important: Bool) {
-        (runningDelayableJobCount, running.count > runningDelayableJobCount)
+        (runningDelayableJobCount, runningSlottedJobCount > runningDelayableJobCount)
     }
 
     /// How many more delayable jobs may start now. With a limit of 3 or more,

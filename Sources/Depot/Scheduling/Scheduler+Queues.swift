@@ -25,7 +25,7 @@ extension Scheduler {
     /// poor for images, images still trickle one at a time when they are all
     /// that is left, and each one measures the network again.
     mutating func trickle(from categories: Set<OperationCategory>) -> [Action] {
-        guard running.isEmpty, limit > 0, !categories.isEmpty else { return [] }
+        guard runningSlottedJobCount == 0, limit > 0, !categories.isEmpty else { return [] }
         for priority in Priority.allCases.reversed() {
             let index = priority.rawValue
             guard let position = queues[index].firstIndex(where: { id in
@@ -57,7 +57,7 @@ extension Scheduler {
                     if entry.priority < Self.urgent { heavy.remove(jobID) }
                 }
                 job.priority = entry.priority
-                if !isRunning, !held.contains(jobID) { queues[entry.priority.rawValue].append(jobID) }
+                if !isRunning, !held.contains(jobID), !unslotted.contains(jobID) { queues[entry.priority.rawValue].append(jobID) }
             }
             jobs[jobID] = job
             return
@@ -65,7 +65,11 @@ extension Scheduler {
         jobs[entry.id] = Job(priority: entry.priority, category: entry.category, key: entry.coalescingKey, founder: entry)
         tickets[entry.id] = .waiting(job: entry.id)
         if let key = entry.coalescingKey { byKey[key] = entry.id }
-        queues[entry.priority.rawValue].append(entry.id)
+        if entry.holdsSlot {
+            queues[entry.priority.rawValue].append(entry.id)
+        } else {
+            enqueueUnslotted(entry.id)
+        }
     }
 
     mutating func popNext(delayableAllowed: Bool, onlyDelayable: Bool = false) -> ID? {

@@ -37,14 +37,18 @@ struct Scheduler: Sendable {
         var coalescingKey: String?
         /// Tickets that must succeed first (only the ones still pending).
         var dependencies: [ID]
+        /// Whether the job counts against the limit; a long-lived stream's
+        /// does not (``Scheduler+Unslotted``).
+        var holdsSlot: Bool
 
-        init(id: ID, priority: Priority = .normal, category: OperationCategory = .default, exitPolicy: ExitPolicy = .cancel, coalescingKey: String? = nil, dependencies: [ID] = []) {
+        init(id: ID, priority: Priority = .normal, category: OperationCategory = .default, exitPolicy: ExitPolicy = .cancel, coalescingKey: String? = nil, dependencies: [ID] = [], holdsSlot: Bool = true) {
             self.id = id
             self.priority = priority
             self.category = category
             self.exitPolicy = exitPolicy
             self.coalescingKey = coalescingKey
             self.dependencies = dependencies
+            self.holdsSlot = holdsSlot
         }
     }
 
@@ -141,6 +145,11 @@ struct Scheduler: Sendable {
     /// Running jobs started by ``trickle(from:)``: they take no slot, so work
     /// that arrives while one trickles starts beside it instead of behind it.
     var trickling: Set<ID> = []
+    /// Jobs that hold no slot (long-lived streams), queued or running; they
+    /// wait in ``unslottedQueue``, not in `queues` (``Scheduler+Unslotted``).
+    var unslotted: Set<ID> = []
+    /// Unslotted jobs waiting to start, oldest first.
+    var unslottedQueue: Deque<ID> = []
     /// Running jobs sleeping before a retry (``rest(job:)``): they hold no
     /// delayable work back until ``wake(job:)``.
     var resting: Set<ID> = []
@@ -221,6 +230,7 @@ struct Scheduler: Sendable {
         begin()
         if let job = jobs.removeValue(forKey: id) {
             markStopped(id, priority: job.priority)
+            forgetUnslotted(id)
             if let key = job.key, byKey[key] == id { byKey[key] = nil }
             if !job.waiters.isEmpty {
                 out.append(.resolve(job: id, tickets: job.waiters, outcome))
@@ -317,6 +327,7 @@ struct Scheduler: Sendable {
                     out.append(.abort(job: jobID))
                 } else {
                     jobs[jobID] = nil
+                    forgetUnslotted(jobID)
                 }
             } else {
                 jobs[jobID] = job
@@ -327,6 +338,8 @@ struct Scheduler: Sendable {
 
     mutating func markRunning(_ id: ID, priority: Priority) {
         guard running.insert(id).inserted else { return }
+        // A stream neither paces delayable work nor is paced.
+        if unslotted.contains(id) { return }
         if priority <= Self.delayable {
             runningDelayableJobCount += 1
             heavy.insert(id)
@@ -336,7 +349,7 @@ struct Scheduler: Sendable {
     }
 
     mutating func markStopped(_ id: ID, priority: Priority) {
-        if running.remove(id) != nil, priority <= Self.delayable { runningDelayableJobCount -= 1 }
+        if running.remove(id) != nil, priority <= Self.delayable, !unslotted.contains(id) { runningDelayableJobCount -= 1 }
         heavy.remove(id)
         trickling.remove(id)
         resting.remove(id)
@@ -353,8 +366,9 @@ struct Scheduler: Sendable {
             markRunning(id, priority: priority)
             out.append(.start(job: id))
         }
+        startUnslotted()
         // A trickling job runs only because nothing else could: it holds no slot.
-        var occupied: Int { running.count - trickling.count }
+        var occupied: Int { running.count - trickling.count - runningUnslottedCount }
         let reserve = limit >= 3 && runningMix.delayable == 0
         while occupied < (reserve ? limit - 1 : limit), let next = popNext(delayableAllowed: delayableRoom > 0) {
             start(next)

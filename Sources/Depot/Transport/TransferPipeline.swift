@@ -46,6 +46,9 @@ struct TransferPipeline: Sendable {
     /// - Parameters:
     ///   - ranges: Fetches a `GET` in byte ranges (see ``DelayablePacing``);
     ///     the body still arrives as one.
+    ///   - limitsStreamedBody: Whether a body that goes to a sink counts
+    ///     against the size limit. A long-lived stream's does not: its sink
+    ///     bounds the memory, and the stream never ends by itself.
     ///   - onHead: Called once, with the time it arrived, for the head whose
     ///     body is read (not for a redirect's).
     ///   - onProgress: Called for every chunk.
@@ -54,6 +57,7 @@ struct TransferPipeline: Sendable {
         timeout: Timeout,
         streamingTo chooseSink: SinkChooser? = nil,
         inRanges ranges: Ranges? = nil,
+        limitsStreamedBody: Bool = true,
         cancelOnTimeout: @escaping @Sendable () -> Void,
         onHead: @Sendable (Duration) -> Void = { _ in },
         onProgress: @escaping @Sendable (TransferProgress) -> Void
@@ -62,7 +66,7 @@ struct TransferPipeline: Sendable {
         defer { watch.remove(key) }
         var sink: (any ResponseBodySink)?
         do {
-            let result = try await transfer(request, watching: key, chooseSink: chooseSink, ranges: ranges, sink: &sink, onHead: onHead, onProgress: onProgress)
+            let result = try await transfer(request, watching: key, chooseSink: chooseSink, ranges: ranges, limitsStreamedBody: limitsStreamedBody, sink: &sink, onHead: onHead, onProgress: onProgress)
             // The body is complete. A timeout that fired at this very instant
             // either came first (then the job is being cancelled: report the
             // timeout, and nothing is processed) or comes too late to cancel
@@ -100,12 +104,15 @@ struct TransferPipeline: Sendable {
         watching key: DeadlineWatch.Key,
         chooseSink: SinkChooser?,
         ranges: Ranges?,
+        limitsStreamedBody: Bool,
         sink: inout (any ResponseBodySink)?,
         onHead: @Sendable (Duration) -> Void,
         onProgress: @escaping @Sendable (TransferProgress) -> Void
     ) async throws -> Result {
         var request = original
-        request.maximumBodySize = maximumBodySize
+        // Without a limit a transport that cannot pace reading (URLSession)
+        // keeps what arrives ahead of the sink; a stream's events are small.
+        request.maximumBodySize = limitsStreamedBody || chooseSink == nil ? maximumBodySize : nil
         // The first range's last byte, while the request asks for one.
         var askedEnd: Int64?
         if let ranges {
@@ -152,7 +159,7 @@ struct TransferPipeline: Sendable {
             if hasBody, (200..<300).contains(head.status), let chooseSink,
                let chosen = try await chooseSink(NetworkResponse(status: head.status, headers: head.headers, url: request.url)) {
                 sink = chosen
-                return try await stream(head, of: request, expected: expected, into: chosen, watching: key, sent: sent, firstByte: firstByte, onProgress: onProgress)
+                return try await stream(head, of: request, expected: expected, into: chosen, limit: limitsStreamedBody ? Int64(maximumBodySize) : nil, watching: key, sent: sent, firstByte: firstByte, onProgress: onProgress)
             }
             var body = Data()
             for try await chunk in head.body {
@@ -193,6 +200,7 @@ struct TransferPipeline: Sendable {
         of request: TransportRequest,
         expected: Int64?,
         into sink: any ResponseBodySink,
+        limit: Int64?,
         watching key: DeadlineWatch.Key,
         sent: Duration,
         firstByte: Duration,
@@ -201,7 +209,7 @@ struct TransferPipeline: Sendable {
         var received: Int64 = 0
         var stopped = false
         for try await chunk in head.body {
-            if received + Int64(chunk.count) > Int64(maximumBodySize) {
+            if let limit, received + Int64(chunk.count) > limit {
                 throw DepotError(.tooLarge, status: head.status, detail: "more than the limit of \(maximumBodySize) bytes")
             }
             received += Int64(chunk.count)
