@@ -62,6 +62,7 @@ let package = Package(
             name: "DepotStore",
             dependencies: [
                 "Depot",
+                "Seeded",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

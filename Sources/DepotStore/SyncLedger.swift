@@ -52,7 +52,7 @@ public struct SyncLedger: Sendable {
 
     /// Whether the ledger's tables are in place, as this version of Depot keeps them.
     static func isCurrent(_ db: Database) throws -> Bool {
-        try db.tableExists(validatorsTable)
+        try db.tableExists(validatorsTable) && db.tableExists(cursorsTable)
     }
 
     /// Creates the ledger's tables, or brings an older ledger up to date.
@@ -90,6 +90,7 @@ public struct SyncLedger: Sendable {
             );
             CREATE INDEX IF NOT EXISTS \(validatorsTable)_key ON \(validatorsTable)(key);
             """)
+        try createCursorsTable(db)
     }
 
     /// The entry for `key`, or `nil` if the resource never synced or failed.
@@ -97,11 +98,13 @@ public struct SyncLedger: Sendable {
         try await store.read { db in try Self.entry(for: key, in: db) }
     }
 
-    /// Forgets `key`: its next sync is unconditional and `lastSynced` is `nil`.
+    /// Forgets `key`: its next sync is unconditional and `lastSynced` is `nil`;
+    /// a change feed kept under it starts over with a full sync.
     /// Use it when the app deletes the rows the entry describes.
     public func reset(_ key: String) async throws(DepotError) {
         try await store.write { db in
             try db.execute(sql: "DELETE FROM \(Self.tableName) WHERE key = ?", arguments: [key])
+            try db.execute(sql: "DELETE FROM \(Self.cursorsTable) WHERE key = ?", arguments: [key])
             try db.execute(sql: "DELETE FROM \(Self.tagsTable) WHERE key = ?", arguments: [key])
             try db.execute(sql: "DELETE FROM \(Self.validatorsTable) WHERE key = ?", arguments: [key])
         }

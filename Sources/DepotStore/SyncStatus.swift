@@ -45,9 +45,16 @@ public final class SyncStatus {
     /// When a refresh goes to the network: ``refresh(force:)`` and
     /// ``autoRefresh(every:onReconnect:)`` honour it.
     public let policy: CachePolicy
+    /// What the ``LiveFeed`` of this key is doing: live, catching up (with
+    /// the count so far), up to date or offline; `nil` for a resource that
+    /// is not a feed's.
+    public internal(set) var live: LiveState? { didSet { if live != oldValue { publish() } } }
+    /// How many events of the feed's stream could not be processed and were
+    /// skipped since this status was made; the last one's error is in ``lastError``.
+    public internal(set) var skippedEvents = 0
 
     /// The values at once.
-    public var state: State { State(isSyncing: isSyncing, lastSynced: lastSynced, lastError: lastError, isStale: isStale) }
+    public var state: State { State(isSyncing: isSyncing, lastSynced: lastSynced, lastError: lastError, isStale: isStale, live: live, skippedEvents: skippedEvents) }
 
     /// A sync status at one moment.
     public struct State: Sendable, Hashable {
@@ -59,13 +66,19 @@ public final class SyncStatus {
         public var lastError: SyncError?
         /// Whether the resource was invalidated and has not synced since.
         public var isStale: Bool
+        /// What the feed of this key is doing, if it is a feed's.
+        public var live: LiveState?
+        /// Events of the feed's stream skipped because they could not be processed.
+        public var skippedEvents: Int
 
         /// Makes a state (for previews and tests).
-        public init(isSyncing: Bool, lastSynced: Date?, lastError: SyncError?, isStale: Bool = false) {
+        public init(isSyncing: Bool, lastSynced: Date?, lastError: SyncError?, isStale: Bool = false, live: LiveState? = nil, skippedEvents: Int = 0) {
             self.isSyncing = isSyncing
             self.lastSynced = lastSynced
             self.lastError = lastError
             self.isStale = isStale
+            self.live = live
+            self.skippedEvents = skippedEvents
         }
     }
 
@@ -290,13 +303,21 @@ public final class SyncStatus {
         publish()
     }
 
+    /// Records an event the feed's stream skipped.
+    func noteSkipped(_ error: DepotError) {
+        skippedEvents += 1
+        lastError = SyncError(code: error.code, message: error.description, date: store.currentDate())
+        publish()
+    }
+
     private func apply(_ entry: SyncLedger.Entry?) {
         if let entry, entry.invalidations > seenInvalidations {
             seenInvalidations = entry.invalidations
             refreshAfterInvalidation()
         }
         let synced = entry?.lastSynced
-        let error = entry?.lastError
+        // A skipped event's error stays until the ledger records another one.
+        let error = entry?.lastError ?? (skippedEvents > 0 ? lastError : nil)
         let stale = entry?.isStale ?? false
         guard synced != lastSynced || error != lastError || stale != isStale else { return }
         lastSynced = synced

@@ -1,0 +1,327 @@
+import Depot
+import Foundation
+import Seeded
+import Synchronization
+
+/// What landed through a ``LiveFeed``, in order: for an app that shows each
+/// change as it happens (`tail -f`), beside the ``ResultsController`` that
+/// shows the rows.
+public enum LiveFeedEvent<Change: Sendable>: Sendable {
+    /// These changes were committed to the cache (from the stream, or a
+    /// page of the change feed), oldest first.
+    case applied([Change])
+    /// A full sync replaced the feed's rows with this many.
+    case replaced(rows: Int)
+    /// An event of the stream could not be processed and was skipped.
+    case skipped(DepotError)
+}
+
+/// Keeps a ``ChangeFeed`` live: while someone watches it, the cache follows
+/// the server as changes happen.
+///
+/// A watched feed first catches up (a full sync if it has no cursor yet),
+/// then opens its server-sent events stream from the kept cursor and applies
+/// each batch of events in one transaction. It reconnects with
+/// `Last-Event-ID` after a drop, a server close or a relaunch, backing off
+/// with jitter; offline, the stream waits in the controller's queue like
+/// other work and resumes when the network is back. When the server cannot
+/// resume, the feed catches up through the change feed. The stream holds no
+/// concurrency slot and never holds up ``/Depot/NetworkController/shutdown(grace:)``.
+/// When the last watch ends, the stream closes after ``Configuration/linger``,
+/// and reopens when the feed is watched again.
+///
+/// ``status`` says what it is doing (``SyncStatus/live``): live, catching up
+/// with a count, up to date, or offline.
+///
+/// For example, in a view model:
+///
+/// ```swift
+/// let feed = try LiveFeed(TimelineFeed(), controller: controller)
+/// let posts = try ResultsController(store: store, request: Post.newestFirst())
+/// let watch = feed.watch()          // the stream stays open while `watch` is held
+/// for await event in feed.events() {
+///     if case .applied(let changes) = event { print(changes.count, "new changes") }
+/// }
+/// _ = watch
+/// ```
+@MainActor
+public final class LiveFeed<Feed: ChangeFeed> {
+    /// How a feed reconnects and when it closes.
+    public struct Configuration: Sendable, Hashable {
+        /// How long the stream stays open after its last watch ends. Default: 10 s.
+        public var linger: Duration
+        /// A stream that sends nothing for this long, not even a heartbeat,
+        /// is dropped and reopened. Default: 45 s (three missed 15 s heartbeats).
+        public var idleDeadline: Duration
+        /// The first wait before reconnecting when the server closed the
+        /// stream without a `retry` of its own, or after a failure; doubled
+        /// after each connection that brought nothing, with jitter. Default: 1 s.
+        public var reconnectDelay: Duration
+        /// The longest wait before reconnecting. Default: 60 s.
+        public var maximumReconnectDelay: Duration
+        /// The largest event the stream may send; a larger one drops the
+        /// connection (and memory stays bounded). Default: 1 MB.
+        public var maximumEventSize: Int
+
+        /// Makes a configuration.
+        public init(linger: Duration = .seconds(10), idleDeadline: Duration = .seconds(45), reconnectDelay: Duration = .seconds(1), maximumReconnectDelay: Duration = .seconds(60), maximumEventSize: Int = ServerSentEventParser.defaultMaximumEventSize) {
+            self.linger = linger
+            self.idleDeadline = idleDeadline
+            self.reconnectDelay = reconnectDelay
+            self.maximumReconnectDelay = maximumReconnectDelay
+            self.maximumEventSize = maximumEventSize
+        }
+    }
+
+    /// Keeps its feed's stream open until it is cancelled or released.
+    public final class Watch: Sendable {
+        private let release: Mutex<(@MainActor @Sendable () -> Void)?>
+
+        init(release: @escaping @MainActor @Sendable () -> Void) {
+            self.release = Mutex(release)
+        }
+
+        /// Ends this watch: with no other, the stream closes after the linger.
+        public func cancel() {
+            guard let release = release.withLock({ value in defer { value = nil }; return value }) else { return }
+            Task { @MainActor in release() }
+        }
+
+        deinit { cancel() }
+    }
+
+    /// The feed.
+    public let feed: Feed
+    /// The feed's sync status: its ``SyncStatus/live`` state, last sync and last error.
+    public let status: SyncStatus
+    /// How it reconnects and lingers.
+    public let configuration: Configuration
+
+    private let controller: NetworkController
+    private let store: Store
+    private let sync: FeedSync<Feed>
+    private let clock: any Clock<Duration>
+    private var random: SplitMix64
+    private var watchers = 0
+    private var runTask: Task<Void, Never>?
+    private var lingerTask: Task<Void, Never>?
+    private var subscribers: [UUID: AsyncStream<LiveFeedEvent<Feed.Change>>.Continuation] = [:]
+    /// What the stream's task reports, in order, to the main actor.
+    private let updates: AsyncStream<Update>.Continuation
+    private var updatesTask: Task<Void, Never>?
+
+    enum Update: Sendable {
+        case opened
+        case applied([Feed.Change])
+        case skipped(DepotError)
+    }
+
+    /// Makes a live feed run by `controller`, whose store holds the cache.
+    ///
+    /// - Throws: ``/Depot/DepotError/Code/storage`` when the controller has no store.
+    public init(_ feed: Feed, controller: NetworkController, configuration: Configuration = Configuration()) throws(DepotError) {
+        let store = try controller.requireStore()
+        let sync = FeedSync(feed: feed, controller: controller, store: store)
+        self.feed = feed
+        self.controller = controller
+        self.store = store
+        self.sync = sync
+        self.configuration = configuration
+        self.clock = controller.configuration.environment.clock
+        self.random = SplitMix64(seed: controller.configuration.environment.seed ?? UInt64.random(in: .min ... .max))
+        self.status = SyncStatus(key: feed.syncKey, store: store, clock: clock, events: { controller.events() }) { _ async throws(DepotError) in
+            _ = try await sync.catchUp()
+        }
+        status.live = .upToDate
+        let (stream, continuation) = AsyncStream<Update>.makeStream()
+        updates = continuation
+        updatesTask = Task { [weak self] in
+            for await update in stream {
+                guard let self else { return }
+                self.handle(update)
+            }
+        }
+    }
+
+    isolated deinit {
+        runTask?.cancel()
+        lingerTask?.cancel()
+        updatesTask?.cancel()
+        updates.finish()
+        for continuation in subscribers.values { continuation.finish() }
+    }
+
+    /// Keeps the feed live until the watch is cancelled or released: the
+    /// first watch catches up and opens the stream.
+    public func watch() -> Watch {
+        watchers += 1
+        lingerTask?.cancel()
+        lingerTask = nil
+        if runTask == nil {
+            runTask = Task { [weak self] in await self?.run() }
+        }
+        return Watch { [weak self] in self?.unwatch() }
+    }
+
+    /// Whether a watch keeps the feed live (or its linger has not run out).
+    public var isRunning: Bool { runTask != nil }
+
+    /// Catches up once through the change feed (a full sync when the feed
+    /// has no cursor yet, or the server cannot resume), and returns what it did.
+    /// Each page is one transaction; the writer is free between pages.
+    @discardableResult
+    public func catchUp() async throws(DepotError) -> CatchUpReport {
+        let before = status.live
+        status.live = .catchingUp(changes: 0)
+        defer { if status.live != .live { status.live = before == .live ? .connecting : before } }
+        return try await sync.catchUp(applied: { changes, total in
+            self.status.live = .catchingUp(changes: total)
+            self.broadcast(.applied(changes))
+        }, replaced: { rows in
+            self.broadcast(.replaced(rows: rows))
+        })
+    }
+
+    /// What lands through this feed from now on, in order, until iteration is
+    /// cancelled or the feed is released.
+    public func events() -> DepotStream<LiveFeedEvent<Feed.Change>> {
+        let (stream, continuation) = AsyncStream<LiveFeedEvent<Feed.Change>>.makeStream()
+        let id = UUID()
+        subscribers[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { @MainActor in self?.subscribers[id] = nil }
+        }
+        return DepotStream(stream)
+    }
+
+    // MARK: - Private
+
+    private func unwatch() {
+        watchers -= 1
+        guard watchers == 0 else { return }
+        let linger = configuration.linger
+        let clock = clock
+        lingerTask = Task { [weak self] in
+            do {
+                try await clock.sleep(for: linger)
+            } catch {
+                return
+            }
+            guard let self, self.watchers == 0 else { return }
+            self.runTask?.cancel()
+            self.runTask = nil
+            self.lingerTask = nil
+            self.status.live = .upToDate
+        }
+    }
+
+    private func broadcast(_ event: LiveFeedEvent<Feed.Change>) {
+        for continuation in subscribers.values { continuation.yield(event) }
+    }
+
+    private func handle(_ update: Update) {
+        switch update {
+        case .opened:
+            if runTask != nil { status.live = .live }
+        case .applied(let changes):
+            broadcast(.applied(changes))
+        case .skipped(let error):
+            status.noteSkipped(error)
+            broadcast(.skipped(error))
+        }
+    }
+
+    /// Catch up when needed, then the stream, again and again, until cancelled.
+    private func run() async {
+        var needsCatchUp = try? await store.ledger.cursor(for: feed.syncKey) == nil
+        var quietConnections = 0
+        let watcher = watchOffline()
+        defer { watcher.cancel() }
+        while !Task.isCancelled {
+            if needsCatchUp ?? true {
+                do {
+                    try await catchUp()
+                    needsCatchUp = false
+                } catch {
+                    guard !Task.isCancelled, error.code != .cancelled else { return }
+                    await store.ledger.recordFailure(error, for: feed.syncKey)
+                    quietConnections += 1
+                    guard await pause(after: nil, quiet: quietConnections) else { return }
+                    continue
+                }
+            }
+            guard let eventsRequest = feed.eventsRequest else {
+                status.live = .upToDate
+                return
+            }
+            status.live = .connecting
+            let applied = Mutex(0)
+            let updates = updates
+            let operation = EventStreamOperation(
+                feed: feed, eventsRequest: eventsRequest, idleDeadline: configuration.idleDeadline, maximumEventSize: configuration.maximumEventSize,
+                observer: EventStreamObserver(
+                    opened: { updates.yield(.opened) },
+                    applied: { count, _ in applied.withLock { $0 += 1 } },
+                    delivered: { changes in
+                        if let changes = changes as? [Feed.Change] { updates.yield(.applied(changes)) }
+                    },
+                    skipped: { updates.yield(.skipped($0)) }))
+            do throws(DepotError) {
+                let end = try await controller.perform(operation)
+                guard !Task.isCancelled else { return }
+                quietConnections = applied.withLock { $0 } > 0 ? 0 : quietConnections + 1
+                switch end {
+                case .closed(let retry):
+                    status.live = .connecting
+                    guard await pause(after: retry, quiet: quietConnections) else { return }
+                case .startOver:
+                    needsCatchUp = true
+                case .superseded:
+                    continue
+                case .stopped:
+                    status.live = .upToDate
+                    runTask = nil
+                    return
+                }
+            } catch {
+                guard !Task.isCancelled, error.code != .cancelled, error.code != .shutDown else { return }
+                await store.ledger.recordFailure(error, for: feed.syncKey)
+                quietConnections = applied.withLock { $0 } > 0 ? 1 : quietConnections + 1
+                status.live = .connecting
+                guard await pause(after: nil, quiet: quietConnections) else { return }
+            }
+        }
+    }
+
+    /// Waits before reconnecting: the server's `retry`, or the configured
+    /// delay doubled for each connection in a row that brought nothing, with
+    /// jitter (half to all of it). Returns `false` when cancelled.
+    private func pause(after retry: Duration?, quiet: Int) async -> Bool {
+        let base = retry ?? configuration.reconnectDelay
+        let doubled = base * (1 << min(max(quiet - 1, 0), 16))
+        let ceiling = min(doubled, max(configuration.maximumReconnectDelay, base))
+        let fraction = 0.5 + Double(random.next() >> 11) / Double(1 << 53) / 2
+        do {
+            try await clock.sleep(for: ceiling * fraction)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Shows `offline` while the stream waits for the network.
+    private func watchOffline() -> Task<Void, Never> {
+        let events = controller.events()
+        let name = "\(Feed.self) events"
+        return Task { [weak self] in
+            for await event in events where event.operation == name {
+                guard let self else { return }
+                switch event.kind {
+                case .waitingForNetwork: self.status.live = .offline
+                case .started, .retried: if self.status.live == .offline { self.status.live = .connecting }
+                default: break
+                }
+            }
+        }
+    }
+}
