@@ -14,8 +14,10 @@ import GRDB
 /// let asServed = try controller.results(for: Song.order(Column("rank")), refreshing: FetchTopSongs(), policy: .cacheFirst)
 /// ```
 ///
-/// Whatever the policy, a last sync stamped in the future (the device's
-/// clock was set back since) counts as stale.
+/// A last sync stamped in the future (the device's clock was set back
+/// since) is stale under `.cacheFirst` and `.cacheFirst(maxAge:)`: its age
+/// means nothing. `.cacheThenNetwork` and `.networkOnly` refresh anyway, and
+/// `.cacheOnly` never does.
 public struct CachePolicy: Sendable, Hashable, CustomStringConvertible {
     enum Kind: Hashable {
         /// `nil`: as the last response said.
