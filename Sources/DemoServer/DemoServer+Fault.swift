@@ -77,6 +77,13 @@ extension DemoServer {
         case gated(String)
         /// Never answers, not even a status line, until the server stops.
         case hang
+        /// ``hello`` with the strong `ETag` ``cacheHeadersETag`` and the caching
+        /// headers given, each only when given: `Cache-Control` as written,
+        /// `Age` in seconds, and `Expires` as ``ExpiresHeader`` says. A
+        /// request whose `If-None-Match` names the `ETag` gets 304 with the
+        /// same headers. `name` keeps one test's requests apart from another's
+        /// in ``DemoServer/requestCount(for:)``.
+        case cacheHeaders(_ name: String, cacheControl: String? = nil, age: Int? = nil, expires: ExpiresHeader? = nil)
 
         /// The path and query of this fault.
         public var path: String {
@@ -107,6 +114,16 @@ extension DemoServer {
             case .echoBody: return "/faults/echo/body"
             case .gated(let name): return "/faults/gated/\(Self.encoded(name))"
             case .hang: return "/faults/hang"
+            case .cacheHeaders(let name, let cacheControl, let age, let expires):
+                var query: [String] = []
+                if let cacheControl { query.append("cc=\(Self.encoded(cacheControl))") }
+                if let age { query.append("age=\(age)") }
+                switch expires {
+                case .secondsAfterDate(let seconds): query.append("expiresIn=\(seconds)")
+                case .verbatim(let text): query.append("expires=\(Self.encoded(text))")
+                case nil: break
+                }
+                return "/faults/cache/\(Self.encoded(name))" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
             }
         }
 
@@ -119,6 +136,18 @@ extension DemoServer {
         private static func encoded(_ text: String) -> String {
             text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
         }
+    }
+
+    /// The `ETag` of every ``Fault/cacheHeaders(_:cacheControl:age:expires:)`` answer.
+    public static let cacheHeadersETag = "\"cache-1\""
+
+    /// The `Expires` of a ``Fault/cacheHeaders(_:cacheControl:age:expires:)`` answer.
+    public enum ExpiresHeader: Sendable, Hashable {
+        /// This many seconds after the response's `Date` (negative: before it).
+        /// `Date` comes from the real clock (Hummingbird stamps it), so this does too.
+        case secondsAfterDate(Int)
+        /// This text as it is: a malformed date, `0`.
+        case verbatim(String)
     }
 
     /// How ``Fault/bytes(_:ranges:)`` answers a `Range` request.

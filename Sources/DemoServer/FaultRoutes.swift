@@ -13,6 +13,7 @@ enum FaultRoutes {
     static func add(to router: Router<DemoRequestContext>, state: ServerState) {
         addScripted(to: router, state: state)
         addFeed(to: router, state: state)
+        addCacheHeaders(to: router)
         router.get("/faults/status/:code") { request, context in
             let code = try context.parameters.require("code", as: Int.self)
             guard (100...599).contains(code) else { return text(.badRequest, "status must be 100...599") }

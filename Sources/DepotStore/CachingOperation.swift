@@ -122,7 +122,7 @@ extension CachingOperation {
     }
 
     /// Parses, then writes the payload and the ledger entry in one transaction.
-    /// A 304 only updates `lastSynced`; a 304 to a request that sent no
+    /// A 304 only updates `lastSynced` and the freshness its headers give; a 304 to a request that sent no
     /// validators fails with ``/Depot/DepotError/Code/unexpectedStatus``. A failure is
     /// recorded in the ledger (in a transaction of its own, after the rollback)
     /// and rethrown.
@@ -134,6 +134,8 @@ extension CachingOperation {
         do {
             if response.status == 304 {
                 let now = store.currentDate()
+                // A 304 says how long the resource stays fresh from now on.
+                let freshness = Freshness(response.headers, receivedAt: now)
                 let ownValidators = request.headers.contains("If-None-Match") || request.headers.contains("If-Modified-Since")
                 try await store.write { db in
                     // A 304 confirms what a conditional request named. Without validators
@@ -144,6 +146,7 @@ extension CachingOperation {
                         throw DepotError(.unexpectedStatus, operation: name, status: 304, detail: "304 Not Modified to a request without validators")
                     }
                     try SyncLedger.recordSuccess(for: key, at: now, validators: nil, in: db)
+                    try SyncLedger.recordFreshness(freshness, for: key, url: url, in: db)
                 }
                 return .notModified
             }
@@ -179,6 +182,7 @@ struct SyncRecord: Sendable {
     var key: String
     var now: Date
     var validators: Validators
+    var freshness: Freshness
     var url: String
     var tags: Set<String>
     var mutationTypes: [String: any Mutation.Type]
@@ -187,6 +191,7 @@ struct SyncRecord: Sendable {
         key = operation.cacheKey
         now = store.currentDate()
         validators = Validators(response.headers)
+        freshness = Freshness(response.headers, receivedAt: now)
         self.url = url
         tags = operation.cacheTags
         mutationTypes = store.mutationTypes.withLock { $0 }
@@ -199,6 +204,7 @@ struct SyncRecord: Sendable {
         // on top of what the server sent, in the same transaction.
         try OutboxTable.reapplyPending(db, types: mutationTypes)
         try SyncLedger.recordSuccess(for: key, at: now, validators: validators, url: url, in: db)
+        try SyncLedger.recordFreshness(freshness, for: key, url: url, in: db)
         try SyncLedger.setTags(tags, for: key, in: db)
     }
 }

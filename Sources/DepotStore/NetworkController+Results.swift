@@ -10,10 +10,18 @@ import GRDB
 /// let songs = try controller.results(for: Song.order(Column("rank")),
 ///                                    refreshing: FetchTopSongs(),
 ///                                    policy: .cacheFirst(maxAge: .seconds(300)))
+/// // Or fresh for as long as the server's Cache-Control or Expires says:
+/// let asServed = try controller.results(for: Song.order(Column("rank")), refreshing: FetchTopSongs(), policy: .cacheFirst)
 /// ```
+///
+/// A last sync stamped in the future (the device's clock was set back
+/// since) is stale under `.cacheFirst` and `.cacheFirst(maxAge:)`: its age
+/// means nothing. `.cacheThenNetwork` and `.networkOnly` refresh anyway, and
+/// `.cacheOnly` never does.
 public struct CachePolicy: Sendable, Hashable, CustomStringConvertible {
     enum Kind: Hashable {
-        case cacheFirst(maxAge: Duration)
+        /// `nil`: as the last response said.
+        case cacheFirst(maxAge: Duration?)
         case cacheThenNetwork
         case networkOnly
         case cacheOnly
@@ -23,8 +31,29 @@ public struct CachePolicy: Sendable, Hashable, CustomStringConvertible {
 
     /// Show the cache; go to the network only if the last sync is older than
     /// `maxAge`, there never was one, or the resource was invalidated since
-    /// (``SyncLedger/invalidate(_:)``).
+    /// (``SyncLedger/invalidate(_:)``). What the server said about freshness
+    /// is ignored: this `maxAge` wins.
     public static func cacheFirst(maxAge: Duration) -> CachePolicy { CachePolicy(kind: .cacheFirst(maxAge: maxAge)) }
+    /// Show the cache; go to the network only once the last response is
+    /// stale by its own headers, there never was one, or the resource was
+    /// invalidated since: HTTP's freshness, as a browser's cache keeps it.
+    ///
+    /// - `Cache-Control: max-age=N` keeps it fresh for N s after it arrived,
+    ///   less its `Age`; without `max-age`, `Expires` does (its distance
+    ///   from the response's `Date`, so the device's clock does not matter).
+    /// - `no-cache` makes it stale at once; the refresh is conditional, so an
+    ///   unchanged resource costs a 304, whose own headers give the next
+    ///   freshness. `no-store` makes it stale at once too, and keeps no
+    ///   validators: every refresh is a full request.
+    /// - `stale-while-revalidate=N`: for N s past freshness, ``SyncStatus/refresh(force:)``
+    ///   starts the refresh and returns at once, the cached rows being good
+    ///   enough meanwhile. Past that window it waits for the refresh, as for
+    ///   any stale resource. Results show their cached rows either way.
+    /// - A response that says none of these is stale at once.
+    ///
+    /// ``SyncLedger/Entry/freshUntil`` and ``SyncLedger/Entry/staleWhileRevalidateUntil``
+    /// say what the last response allowed.
+    public static let cacheFirst = CachePolicy(kind: .cacheFirst(maxAge: nil))
     /// Show the cache at once, then refresh. The default.
     public static let cacheThenNetwork = CachePolicy(kind: .cacheThenNetwork)
     /// Show nothing until the network answered, then show the cache it wrote. If
@@ -35,28 +64,11 @@ public struct CachePolicy: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         switch kind {
-        case .cacheFirst(let maxAge): "cacheFirst(maxAge: \(maxAge))"
+        case .cacheFirst(let maxAge?): "cacheFirst(maxAge: \(maxAge))"
+        case .cacheFirst(nil): "cacheFirst"
         case .cacheThenNetwork: "cacheThenNetwork"
         case .networkOnly: "networkOnly"
         case .cacheOnly: "cacheOnly"
-        }
-    }
-
-    /// Whether a resource last synced at `lastSynced`, and invalidated since
-    /// if `isStale`, should be refreshed at `now`.
-    func needsRefresh(lastSynced: Date?, isStale: Bool = false, now: Date) -> Bool {
-        switch kind {
-        case .cacheOnly:
-            return false
-        case .cacheThenNetwork, .networkOnly:
-            return true
-        case .cacheFirst(let maxAge):
-            guard let lastSynced, !isStale else { return true }
-            let (seconds, attoseconds) = maxAge.components
-            let age = now.timeIntervalSince(lastSynced)
-            // A clock set back makes the age negative: trust the cache then, and
-            // refresh once the age passes maxAge again.
-            return age > Double(seconds) + Double(attoseconds) / 1e18
         }
     }
 }

@@ -48,11 +48,19 @@ public struct SyncLedger: Sendable {
         /// How many times the resource was invalidated, ever: a live
         /// ``SyncStatus`` refreshes once for each new invalidation it sees.
         var invalidations = 0
+        /// Until when the last response (or 304) said the resource is fresh
+        /// (`max-age`, `Expires`; see ``CachePolicy/cacheFirst``), or `nil`
+        /// when it said nothing about freshness, or `no-store`.
+        public var freshUntil: Date?
+        /// Until when, past ``freshUntil``, the last response allowed the
+        /// cached rows to be shown while a refresh runs in the background
+        /// (`stale-while-revalidate`), or `nil` for no such window.
+        public var staleWhileRevalidateUntil: Date?
     }
 
     /// Whether the ledger's tables are in place, as this version of Depot keeps them.
     static func isCurrent(_ db: Database) throws -> Bool {
-        try db.tableExists(validatorsTable) && db.tableExists(cursorsTable)
+        try db.tableExists(validatorsTable) && db.tableExists(cursorsTable) && hasFreshnessColumns(db)
     }
 
     /// Creates the ledger's tables, or brings an older ledger up to date.
@@ -76,6 +84,7 @@ public struct SyncLedger: Sendable {
         for column in ["stale", "invalidations"] where !columns.contains(column) {
             try db.execute(sql: "ALTER TABLE \(tableName) ADD COLUMN \(column) INTEGER NOT NULL DEFAULT 0")
         }
+        try addFreshnessColumns(db)
         try db.execute(sql: """
             CREATE TABLE IF NOT EXISTS \(tagsTable) (
                 key TEXT NOT NULL,
@@ -284,6 +293,8 @@ extension SyncLedger.Entry {
         lastModified = row["last_modified"]
         isStale = (row["stale"] as Int?) ?? 0 != 0
         invalidations = row["invalidations"] ?? 0
+        freshUntil = (row["fresh_until"] as Double?).map(Date.init(timeIntervalSince1970:))
+        staleWhileRevalidateUntil = (row["swr_until"] as Double?).map(Date.init(timeIntervalSince1970:))
     }
 }
 

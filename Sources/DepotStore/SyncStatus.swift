@@ -97,6 +97,8 @@ public final class SyncStatus {
     @ObservationIgnored private var seenInvalidations = 0
     /// An invalidation arrived while a refresh ran: refresh once more after it.
     @ObservationIgnored private var refreshesAgain = false
+    /// The ledger entry last read: the policy decides by it.
+    @ObservationIgnored private var entry: SyncLedger.Entry?
 
     /// Makes a status for `operation` as run by `controller`.
     ///
@@ -152,10 +154,17 @@ public final class SyncStatus {
     }
 
     /// Whether ``refresh(force:)`` would go to the network now: always,
-    /// unless the policy is `.cacheOnly`, or `.cacheFirst(maxAge:)` with a
-    /// sync younger than `maxAge` and no invalidation since.
+    /// unless the policy is `.cacheOnly`, `.cacheFirst(maxAge:)` with a
+    /// sync younger than `maxAge`, or `.cacheFirst` with a response still
+    /// fresh by its headers, and no invalidation since. A sync stamped in
+    /// the future (the clock was set back) needs a refresh.
     public var needsRefresh: Bool {
-        policy.needsRefresh(lastSynced: lastSynced, isStale: isStale, now: store.currentDate())
+        refreshNeed != .notNeeded
+    }
+
+    /// What the policy asks for now.
+    private var refreshNeed: CacheRefresh {
+        policy.refresh(for: entry, now: store.currentDate())
     }
 
     isolated deinit {
@@ -172,7 +181,10 @@ public final class SyncStatus {
     ///
     /// With `.cacheFirst(maxAge:)` a cache younger than `maxAge` that was not
     /// invalidated is not fetched again (pass `force` for a pull-to-refresh,
-    /// where the user asked); `.cacheOnly` fetches only when forced.
+    /// where the user asked); `.cacheOnly` fetches only when forced. With
+    /// `.cacheFirst`, a response fresh by its headers is not fetched again,
+    /// and one within its `stale-while-revalidate` window is refreshed in the
+    /// background: this starts the refresh (unless one runs) and returns at once.
     ///
     /// Offline, a GET refresh waits for the network (``/Depot/OfflineBehavior``):
     /// ``isSyncing`` stays `true`, ``lastError`` says `.offline` at once, and
@@ -180,10 +192,22 @@ public final class SyncStatus {
     ///
     /// - Parameter force: Go to the network whatever the policy says.
     public func refresh(force: Bool = false) async {
+        let need = force ? .needed : refreshNeed
+        if need == .inBackground {
+            // Stale, but the server lets the cached rows do while it revalidates.
+            if running == nil { startRefresh() }
+            return
+        }
         if let running { return await running.value }
-        guard force || needsRefresh else { return }
+        guard need == .needed else { return }
+        await startRefresh().value
+    }
+
+    /// Starts a refresh: ``isSyncing`` is `true` from now until it ends.
+    @discardableResult
+    private func startRefresh() -> Task<Void, Never> {
+        setSyncing(true)
         let task = Task { @MainActor in
-            self.setSyncing(true)
             var failure: DepotError?
             let store = self.store
             let key = self.key
@@ -215,7 +239,7 @@ public final class SyncStatus {
             }
         }
         running = task
-        await task.value
+        return task
     }
 
     /// Refreshes every `interval` on the controller's clock, and as soon as the
@@ -311,6 +335,7 @@ public final class SyncStatus {
     }
 
     private func apply(_ entry: SyncLedger.Entry?) {
+        self.entry = entry
         if let entry, entry.invalidations > seenInvalidations {
             seenInvalidations = entry.invalidations
             refreshAfterInvalidation()

@@ -387,8 +387,9 @@ public final class SenbeiApp {
     private func isFresh(_ lastSynced: Date) -> Bool {
         let age = controller.configuration.environment.date().timeIntervalSince(lastSynced)
         let (seconds, attoseconds) = Self.listMaxAge.components
-        // A clock set back makes the age negative: trust the cache then, as CachePolicy does.
-        return age <= Double(seconds) + Double(attoseconds) / 1e18
+        // A clock set back since makes the age negative, which says nothing:
+        // refetch then, as CachePolicy does.
+        return age >= 0 && age <= Double(seconds) + Double(attoseconds) / 1e18
     }
 
     // MARK: - Tasks, comments, activities

@@ -153,4 +153,29 @@ import Testing
             #expect(empty.body.isEmpty)
         }
     }
+
+    @Test func cacheHeadersAnswersTheHeadersAskedForAndA304ToItsETag() async throws {
+        try await DemoServer.withRunning { server in
+            let fault = DemoServer.Fault.cacheHeaders("t", cacheControl: "max-age=60, no-cache=\"a, b\"", age: 5, expires: .verbatim("0"))
+            let full = try await get(server.url(for: fault))
+            #expect(full.status == 200)
+            #expect(full.body == #"{"message":"hello"}"#)
+            #expect(full.headers["cache-control"] == "max-age=60, no-cache=\"a, b\"")
+            #expect(full.headers["age"] == "5")
+            #expect(full.headers["expires"] == "0")
+            #expect(full.headers["etag"] == DemoServer.cacheHeadersETag)
+
+            let notModified = try await get(server.url(for: fault), headers: ["If-None-Match": DemoServer.cacheHeadersETag])
+            #expect(notModified.status == 304)
+            #expect(notModified.headers["cache-control"] == "max-age=60, no-cache=\"a, b\"")
+            #expect(server.requestCount(for: fault) == 2)
+
+            // Expires counts from the response's Date, which Hummingbird stamps from the real clock
+            let dated = try await get(server.url(for: .cacheHeaders("d", expires: .secondsAfterDate(120))))
+            let date = try #require(dated.headers["date"].flatMap(NerdfeedRoutes.parseHTTPDate))
+            let expires = try #require(dated.headers["expires"].flatMap(NerdfeedRoutes.parseHTTPDate))
+            #expect((119...121).contains(expires.timeIntervalSince(date)))
+            #expect(dated.headers["cache-control"] == nil)
+        }
+    }
 }

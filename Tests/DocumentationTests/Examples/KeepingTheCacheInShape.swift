@@ -66,6 +66,16 @@ enum CacheShapeExamples {
         }
     }
 
+    @MainActor
+    static func asLongAsTheServerSays(controller: NetworkController, store: Store) async throws {
+        let asServed = try controller.results(for: CachedSong.order(Column("rank")),
+                                              refreshing: FetchSongs(),
+                                              policy: .cacheFirst)
+        let entry = try await store.ledger.entry(for: FetchSongs().cacheKey)
+        print("fresh until", entry?.freshUntil ?? .distantPast)
+        _ = asServed
+    }
+
     struct PagedItem: Codable, Sendable, Identifiable, Equatable, FetchableRecord, PersistableRecord {
         var id: Int
         var title: String
