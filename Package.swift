@@ -249,7 +249,7 @@ let package = Package(
         // inputs. In the root package, to reach `package` symbols.
         .target(
             name: "FuzzTargets",
-            dependencies: ["Depot", "DepotStore", "NerdfeedKit"],
+            dependencies: ["Depot", "DepotStore", "NerdfeedKit", "Seeded"],
             path: "Fuzz/Targets"
         ),
         .executableTarget(

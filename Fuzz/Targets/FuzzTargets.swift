@@ -38,6 +38,7 @@ package enum FuzzTargets {
         FuzzTarget(name: "top-songs", summary: "TopSongsDocument.songs on a top-songs JSON chart", run: topSongs),
         FuzzTarget(name: "retry-after", summary: "RetryAfter.delay and RetryAfter.httpDate on a Retry-After value", run: retryAfter),
         FuzzTarget(name: "results-diff", summary: "ResultsDiff.changes between two snapshots, replayed", run: resultsDiff),
+        FuzzTarget(name: "sse", summary: "ServerSentEventParser on a stream cut into chunks three ways", run: serverSentEvents),
     ]
 
     /// The target called `name`, or `nil`.

@@ -58,7 +58,7 @@ extension LinkModel {
     private mutating func fillQueue() {
         guard var queue = bottleneck else { return }
         for id in transfers.keys.sorted() {
-            guard var transfer = transfers[id], !transfer.answering, case .head = transfer.phase, transfer.headAt <= time else { continue }
+            guard var transfer = transfers[id], transfer.stream == nil, !transfer.answering, case .head = transfer.phase, transfer.headAt <= time else { continue }
             transfer.answering = true
             transfers[id] = transfer
             queue.segments.append(.init(bytes: 0, shares: [:], head: id))

@@ -43,10 +43,13 @@ struct LinkModel {
         var unsent: Double = 0
         /// With a bottleneck queue: whether the server has started answering.
         var answering = false
+        /// For a streamed route: its script as it plays (it bypasses shares and the queue).
+        var stream: StreamFlow?
 
         /// Bytes that will arrive before the transfer ends (or breaks).
         var limit: Int { breakAt.map { min($0, size) } ?? size }
         var isFlowing: Bool {
+            if stream != nil { return false }
             if case .body = phase { return received < Double(limit) }
             return false
         }
@@ -61,7 +64,7 @@ struct LinkModel {
     private var nextChange = 0
     let chunkSize: Int
     var transfers: [Int: Transfer] = [:]
-    private(set) var records: [Record] = []
+    var records: [Record] = []
     private var effects: [Effect] = []
     /// Bumped by every change, so a driver can tell whether anything moved.
     var version: UInt64 = 0
@@ -91,7 +94,7 @@ struct LinkModel {
 
     // MARK: Transfers
 
-    mutating func open(method: NetworkRequest.Method, path: String, ifNoneMatch: String? = nil, range: String? = nil, ifRange: String? = nil) -> Result<Int, DepotError> {
+    mutating func open(method: NetworkRequest.Method, path: String, ifNoneMatch: String? = nil, range: String? = nil, ifRange: String? = nil, request: TransportRequest? = nil) -> Result<Int, DepotError> {
         version += 1
         let id = records.count + 1
         var record = Record(id: id, method: method, path: path, status: nil, started: time, firstByte: nil, lastByte: nil, ended: nil, bytes: 0, outcome: nil)
@@ -103,6 +106,7 @@ struct LinkModel {
         }
         let routeIndex = routes.firstIndex { $0.matches(path) }
         var status = 404, headers: HeaderFields = [:], size = 0, latency: Duration = .zero, content: Data? = nil, breakAt: Int?
+        var stream: StreamFlow?
         if let routeIndex {
             let route = routes[routeIndex]
             (status, headers, size, latency, content) = (route.status, route.headers, route.bytes, route.latency, route.body)
@@ -120,7 +124,18 @@ struct LinkModel {
                 case .connectionLost(let bytes):
                     breakAt = bytes
                 }
+            } else if let makeScript = route.stream, let request, method != .head {
+                let script = makeScript(request)
+                (status, headers) = (script.status, script.headers)
+                stream = StreamFlow(script: script)
             }
+        }
+        if let stream {
+            records.append(record)
+            var transfer = Transfer(id: id, status: status, headers: headers, content: nil, size: 0, breakAt: nil, headAt: time + link.rtt + latency)
+            transfer.stream = stream
+            transfers[id] = transfer
+            return .success(id)
         }
         if status == 200, method == .get || method == .head, let etag = headers["ETag"], let ifNoneMatch,
            Self.listsETag(ifNoneMatch, etag) {
@@ -199,6 +214,7 @@ struct LinkModel {
     /// The next chunk of `id` if one can be handed out now, the end, or its failure.
     private mutating func takeChunk(_ id: Int) -> Result<Data?, any Error>? {
         guard var transfer = transfers[id] else { return nil }
+        if transfer.stream != nil { return takeStreamChunk(id) }
         if transfer.delivered >= transfer.size {
             close(id, outcome: .completed)
             return .success(nil)
@@ -250,6 +266,7 @@ struct LinkModel {
     /// The earliest time something a consumer waits for happens, or a scripted change.
     func nextEventTime() -> Duration? {
         var next: Duration? = nextChange < timeline.count ? timeline[nextChange].at : nil
+        if let streamed = nextStreamEventTime() { next = min(next ?? streamed, streamed) }
         if bottleneck != nil {
             if let queued = nextQueueEventTime() { next = min(next ?? queued, queued) }
             return next
@@ -295,6 +312,7 @@ struct LinkModel {
             for transfer in transfers.values {
                 if case .head = transfer.phase { step = min(step, max(transfer.headAt, time)) }
             }
+            if let streamed = nextStreamEventTime() { step = min(step, streamed) }
             let rate = shareRate
             if rate > 0 {
                 for transfer in transfers.values where transfer.isFlowing {
@@ -319,10 +337,12 @@ struct LinkModel {
     mutating func settleEvents() {
         applyChanges()
         for (id, var transfer) in transfers {
-            if bottleneck == nil, case .head = transfer.phase, transfer.headAt <= time {
+            if bottleneck == nil || transfer.stream != nil, case .head = transfer.phase, transfer.headAt <= time {
                 headArrived(&transfer)
             }
-            if case .body = transfer.phase, transfer.received + Self.epsilon >= Double(transfer.limit) {
+            if transfer.stream != nil {
+                playSteps(&transfer)
+            } else if case .body = transfer.phase, transfer.received + Self.epsilon >= Double(transfer.limit) {
                 transfer.received = Double(transfer.limit)
                 if records[id - 1].lastByte == nil, transfer.limit == transfer.size {
                     records[id - 1].lastByte = time
@@ -359,7 +379,9 @@ struct LinkModel {
                 for (id, var transfer) in transfers {
                     // Bytes already received stay readable; the rest is lost.
                     if case .failed = transfer.phase { continue }
-                    if case .body = transfer.phase, transfer.received >= Double(transfer.size) { continue }
+                    if transfer.stream?.closed == true { continue }
+                    transfer.stream?.next = nil
+                    if transfer.stream == nil, case .body = transfer.phase, transfer.received >= Double(transfer.size) { continue }
                     transfer.phase = .failed(DepotError(.connectionLost, detail: "simulated link went offline"))
                     transfer.breakAt = Int(transfer.received.rounded(.down))
                     transfer.unsent = 0

@@ -24,6 +24,9 @@ import Synchronization
 ///   `If-None-Match` names it with 304 Not Modified and no body, as a server does;
 ///   with a strong `ETag` it also answers `Range: bytes=a-b` (and a matching
 ///   `If-Range`) with 206 and those bytes;
+/// - a streamed route (``Route/init(path:latency:stream:)``) plays a
+///   ``StreamScript`` per connection: chunks at scripted times, then a close,
+///   a drop or nothing;
 /// - cancelling the calling task, or dropping the body, ends the transfer and
 ///   frees its share at once.
 ///
@@ -91,6 +94,8 @@ public final class NetworkSimulator: Transport, Sendable {
         public var body: Data?
         /// Failures served, in order, before the normal answer.
         public var failures: [Failure]
+        /// For a streamed route: the script of each connection, made from its request.
+        var stream: (@Sendable (TransportRequest) -> StreamScript)?
 
         /// Makes a route with a body of `bytes` zero bytes.
         ///
@@ -108,6 +113,7 @@ public final class NetworkSimulator: Transport, Sendable {
             self.headers = headers
             self.body = nil
             self.failures = []
+            self.stream = nil
         }
 
         /// Makes a route that answers with `body`.
@@ -286,7 +292,7 @@ public final class NetworkSimulator: Transport, Sendable {
         let path = request.url.path.isEmpty ? "/" : request.url.path
         let (opened, effects) = model.withLock { model in
             model.advance(to: now())
-            let opened = model.open(method: request.method, path: path, ifNoneMatch: request.headers["If-None-Match"], range: request.headers["Range"], ifRange: request.headers["If-Range"])
+            let opened = model.open(method: request.method, path: path, ifNoneMatch: request.headers["If-None-Match"], range: request.headers["Range"], ifRange: request.headers["If-Range"], request: request)
             return (opened, model.takeEffects())
         }
         run(effects)

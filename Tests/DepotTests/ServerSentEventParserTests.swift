@@ -41,6 +41,7 @@ import Testing
         Rule("CRLF is one line end, not two (no blank line between)", "data: a\r\ndata: b\r\n\r\n", [event("a\nb")]),
         Rule("CR then CRLF is two line ends", "data: a\r\r\n", [event("a")]),
         Rule("LF then CR is two line ends", "data: a\n\r", [event("a")]),
+        Rule("only CR and LF end lines: a form feed or U+2028 does not", "event: a\u{0C}b\u{2028}\ndata: x\u{85}\n\n", [event("x\u{85}", "a\u{0C}b\u{2028}")]),
         Rule("mixed line ends", "data: a\rdata: b\ndata: c\r\n\n", [event("a\nb\nc")]),
         // Byte order mark
         Rule("a BOM at the start is stripped", bom + Array("data: a\n\n".utf8), [event("a")]),

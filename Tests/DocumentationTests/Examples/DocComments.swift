@@ -117,6 +117,47 @@ enum DocCommentExamples {
         transport.openGate()
     }
 
+    static func streamedRoutes() -> [NetworkSimulator.Route] {
+        let events = NetworkSimulator.Route(path: "/events") { request in
+            let resumeAfter = Int(request.headers["Last-Event-ID"] ?? "") ?? 0
+            return NetworkSimulator.StreamScript { index in
+                guard index < 1_000_000 else { return .drop() }
+                let id = resumeAfter + index + 1
+                return .send("id: \(id)\ndata: tick \(id)\n\n", after: .milliseconds(10))
+            }
+        }
+        let dropping = NetworkSimulator.Route(path: "/events") { request in
+            NetworkSimulator.StreamScript(steps: [.send("id: 1\ndata: x\n\n", after: .seconds(1)), .drop(after: .seconds(5))])
+        }
+        let ticking = NetworkSimulator.StreamScript { index in .send("data: \(index)\n\n", after: .seconds(1)) }
+        let steps: [NetworkSimulator.StreamScript.Step] = [
+            .send(Data("data: x\n\n".utf8), after: .seconds(1)), .send("id: 1\ndata: x\n\n", after: .seconds(1)),
+            .close(after: .seconds(5)), .drop(after: .seconds(5)),
+        ]
+        _ = (ticking, steps)
+        return [events, dropping]
+    }
+
+    static func serverSentEvents(_ response: TransportResponse) async throws -> String {
+        var parser = ServerSentEventParser()
+        for try await chunk in response.body {
+            for event in try parser.parse(chunk) {
+                print(event.type, event.data)
+            }
+        }
+        parser.finish()                       // an event the stream cut off is discarded
+        let resumeFrom = parser.lastEventID   // send it as Last-Event-ID when reconnecting
+        var bounded = ServerSentEventParser(maximumEventSize: 64 * 1024)
+        _ = try bounded.parse(Data("data: hel".utf8))        // []
+        let events = try bounded.parse(Data("lo\n\n".utf8))  // [ServerSentEvent(data: "hello")]
+        var count = 0
+        try bounded.parse(Data("data: x\n\n".utf8)) { _ in count += 1 }
+        _ = try bounded.parse(Data("id: 9\ndata: cut off".utf8))
+        bounded.finish()   // nothing dispatched; bounded.lastEventID is unchanged
+        #expect(events == [ServerSentEvent(data: "hello")] && count == 1)
+        return resumeFrom
+    }
+
     static func configuration() -> NetworkController {
         let controller = NetworkController(configuration: .init(
             baseURL: URL(string: "http://127.0.0.1:8080")!,
