@@ -9,7 +9,8 @@ import Foundation
 extension SyncStatus.State {
     /// One line a person can read: "syncing…", "last synced 2 min ago",
     /// "sync failed: … — showing data from 14:02", or "offline — showing cached
-    /// data from 14:02", then the network's state when given.
+    /// data from 14:02", then the network's state when given. A live feed's
+    /// status says "live", "catching up (120 changes)" or "connecting…".
     ///
     /// This is the promise of an offline-first app in words: it shows what it
     /// had last and says how old it is.
@@ -38,7 +39,10 @@ extension SyncStatus.State {
         var line: String
         if offlineMode {
             line = lastSynced == nil ? "offline — nothing cached yet" : "offline — showing cached data\(cachedFrom)"
-        } else if let lastError, lastError.code == .offline || quality == .offline {
+        } else if let live, live != .offline, live != .upToDate, quality != .offline {
+            line = live == .connecting ? "connecting…" : "\(live)"
+            if skippedEvents > 0 { line += " · \(skippedEvents) event\(skippedEvents == 1 ? "" : "s") skipped" }
+        } else if let lastError, lastError.code == .offline || quality == .offline || live == .offline {
             line = lastSynced == nil ? "offline — nothing cached yet" : "offline — showing cached data\(cachedFrom)"
             if isSyncing { line += " (waiting for the network)" }
         } else if isSyncing {

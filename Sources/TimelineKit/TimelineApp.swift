@@ -94,6 +94,13 @@ public final class TimelineApp {
     public private(set) var sentPosts: [SentPost] = []
     /// Operations queued, running and so on, as of the controller's last event.
     public private(set) var activity: NetworkController.Activity
+    /// The timeline's live feed: while watched (``isLive``), posts and
+    /// deletions made elsewhere reach the cache as they happen, and its
+    /// ``DepotStore/SyncStatus/live`` says `live`, `catching up` or `offline`.
+    public let feed: LiveFeed<TimelineFeed>
+    /// Whether the app keeps ``feed`` live (and does not poll).
+    public var isLive: Bool { liveWatch != nil }
+    @ObservationIgnored private var liveWatch: LiveFeed<TimelineFeed>.Watch?
 
     @ObservationIgnored private var avatarTickets: [String: Ticket] = [:]
     /// Avatars fetched in this session: the list may show a row without its
@@ -110,12 +117,14 @@ public final class TimelineApp {
     ///     opened with ``TimelineSchema/migrator``.
     ///   - author: The handle posts are made under.
     ///   - autoRefresh: Refresh this often, and on reconnect; `nil` for manual refresh only.
+    ///     Ignored when `live`: the stream brings changes, nothing polls.
+    ///   - live: Keep the timeline live through ``feed`` (server-sent events).
     ///   - waitsForNetwork: Whether a refresh and the outbox wait out an
     ///     offline spell (the default), or fail at once and leave posts
     ///     queued, for one-shot runs.
     ///   - pageSize: How many posts the newest page and each older page hold.
     /// - Throws: `.storage` if no store is configured or the first fetch from it fails.
-    public init(controller: NetworkController, author: String = "you", autoRefresh: Duration? = nil, waitsForNetwork: Bool = true, pageSize: Int = TimelinePages.defaultLimit) throws(DepotError) {
+    public init(controller: NetworkController, author: String = "you", autoRefresh: Duration? = nil, live: Bool = false, waitsForNetwork: Bool = true, pageSize: Int = TimelinePages.defaultLimit) throws(DepotError) {
         guard let store = controller.store else {
             throw DepotError(.storage, detail: "TimelineApp needs a store: set NetworkController.Configuration.store")
         }
@@ -134,7 +143,12 @@ public final class TimelineApp {
         // The same ledger key as the newest page: one "last synced" for both.
         status = try SyncStatus(refreshing: FetchTimeline(limit: pageSize, offlineBehavior: offlineBehavior), with: controller)
         activity = controller.activity
-        if let autoRefresh { status.autoRefresh(every: autoRefresh) }
+        feed = try LiveFeed(TimelineFeed(), controller: controller)
+        if live {
+            liveWatch = feed.watch()
+        } else if let autoRefresh {
+            status.autoRefresh(every: autoRefresh)
+        }
         follow()
         // Avatars wait for the first refresh to end (however it ends): the
         // timeline comes first by construction, not only by priority.

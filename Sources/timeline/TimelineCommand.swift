@@ -21,7 +21,9 @@ struct TimelineCommand: AsyncParsableCommand {
             With no --server, it starts the embedded depot-server on 127.0.0.1 and shapes its link with --link.
             Keys in the interactive view: r refresh (the newest page again), p write a post (⏎ sends, esc cancels), \
             j/k scroll, m load older posts (scrolling past the end does too), q quit. The pages loaded are kept in \
-            the cache: a later run, offline too, shows them and goes on from the oldest.
+            the cache: a later run, offline too, shows them and goes on from the oldest. The interactive view is \
+            live: posts and deletions made elsewhere appear as they happen (server-sent events), and the status \
+            line says live, catching up or offline. --follow prints each change as it reaches the cache.
             """)
 
     @Option(help: "The link to simulate: fast, 3g, edge, offline, or KBPS,RTTMS such as 300,250 (default: fast).")
@@ -48,8 +50,17 @@ struct TimelineCommand: AsyncParsableCommand {
     @Flag(help: "Send the posts waiting from earlier runs, refresh, fetch the avatars, print the timeline and exit.")
     var once = false
 
-    @Option(parsing: .unconditional, help: "Seconds between automatic refreshes in the interactive view.")
+    @Option(parsing: .unconditional, help: "Seconds between automatic refreshes in the interactive view, with --no-live.")
     var refreshInterval = 30
+
+    @Flag(inversion: .prefixedNo, help: "Keep the interactive view live through the server's event stream instead of refreshing on a timer.")
+    var live = true
+
+    @Flag(help: "Print each post and deletion as it reaches the cache, like tail -f, from where the cache is (a first run starts after the current timeline); stop with Ctrl-C.")
+    var follow = false
+
+    @Flag(help: "With --follow: one JSON object a line, {\"change\":\"post\",\"id\":N,\"author\":…,\"text\":…} or {\"change\":\"delete\",\"id\":N}.")
+    var json = false
 
     @Option(parsing: .unconditional, help: "Posts per page: the newest page, and each page of older posts.")
     var pageSize = TimelinePages.defaultLimit
@@ -67,6 +78,8 @@ struct TimelineCommand: AsyncParsableCommand {
         guard (1...200).contains(pageSize) else { throw ValidationError("--page-size must be between 1 and 200") }
         guard (0...1_000).contains(older) else { throw ValidationError("--older must be between 0 and 1000") }
         if let post, post.count > 1_000 { throw ValidationError("--post is too long (the server takes up to 280 characters)") }
+        if follow, post != nil || once { throw ValidationError("--follow cannot be combined with --post or --once") }
+        if json, !follow { throw ValidationError("--json goes with --follow") }
     }
 
     @MainActor
@@ -102,7 +115,7 @@ struct TimelineCommand: AsyncParsableCommand {
         configuration.observability.trace = recorder
         configuration.conditions.monitor = TimelineApp.monitorConfiguration
         configuration.conditions.rules = TimelineApp.qualityRules
-        if post != nil || once || !Terminal.isInteractive { configuration.limits.longestTransfer = ExampleSupport.oneShotTransferLimit }
+        if post != nil || once || (!Terminal.isInteractive && !follow) { configuration.limits.longestTransfer = ExampleSupport.oneShotTransferLimit }
         let controller = NetworkController(configuration: configuration)
         if server != nil, link != nil {
             // An external depot-server is shaped through its control route,
@@ -111,8 +124,14 @@ struct TimelineCommand: AsyncParsableCommand {
             _ = try await controller.perform(SetServerLink(profile: profile))
         }
 
+        if follow {
+            await Follow.run(try LiveFeed(TimelineFeed(), controller: controller), json: json)
+            _ = await controller.shutdown(grace: .zero)
+            await embedded?.stop()
+            return
+        }
         let interactive = post == nil && !once && Terminal.isInteractive
-        let app = try TimelineApp(controller: controller, author: author, autoRefresh: interactive ? .seconds(refreshInterval) : nil, waitsForNetwork: interactive, pageSize: pageSize)
+        let app = try TimelineApp(controller: controller, author: author, autoRefresh: interactive ? .seconds(refreshInterval) : nil, live: interactive && live, waitsForNetwork: interactive, pageSize: pageSize)
         var output: [String] = []
         var failure: (any Error)?
         var stillQueued = 0

@@ -36,12 +36,14 @@ final class TimelineView {
         let keys = terminal.keys()
         let updates = app.entries.updates()
         let status = app.status.updates()
+        let live = app.feed.status.updates()
         let pages = app.pages
         let controllerEvents = app.controller.events()
         let feeders = [
             Task { for await key in keys { sink.yield(.key(key)) }; sink.yield(.ended) },
             Task { for await _ in updates { sink.yield(.changed) } },
             Task { for await _ in status { sink.yield(.changed) } },
+            Task { for await _ in live { sink.yield(.changed) } },
             Task { @MainActor in
                 // The paging state (loading, more, errors) redraws too.
                 while !Task.isCancelled {
@@ -143,7 +145,9 @@ final class TimelineView {
         lines.append(TextLayout.fit(pagingLine, trailer: "", width: width))
         lines += sent.map { TextLayout.fit($0, trailer: "", width: width) }
         lines.append(String(repeating: "─", count: width))
-        lines.append(TextLayout.fit(app.status.state.summary(now: now, quality: estimate.quality), trailer: "", width: width))
+        // Live, the feed's state says it all ("live", "catching up", "offline"); else the last refresh's.
+        let state = app.isLive ? app.feed.status.state : app.status.state
+        lines.append(TextLayout.fit(state.summary(now: now, quality: estimate.quality), trailer: "", width: width))
         if let draft {
             lines.append(TextLayout.fit("post> \(draft)▏", trailer: "  ⏎ send · esc cancel", width: width))
         } else {

@@ -171,9 +171,9 @@ public final class LiveFeed<Feed: ChangeFeed> {
     /// Each page is one transaction; the writer is free between pages.
     @discardableResult
     public func catchUp() async throws(DepotError) -> CatchUpReport {
-        let before = status.live
         status.live = .catchingUp(changes: 0)
-        defer { if status.live != .live { status.live = before == .live ? .connecting : before } }
+        // After it: the stream comes next while watched (or is already open).
+        defer { if status.live != .live { status.live = runTask != nil ? .connecting : .upToDate } }
         return try await sync.catchUp(applied: { changes, total in
             self.status.live = .catchingUp(changes: total)
             self.broadcast(.applied(changes))
