@@ -71,15 +71,21 @@ struct WatchCommand: AsyncParsableCommand {
 /// What `senbei watch` says on standard error as the feed's state changes:
 /// once per kind of state, never for each page of a catch-up.
 struct StatusLine {
+    static let catchingUp = "catching up…"
+    static let live = "live: changes are printed as they happen."
+    static let offline = "offline: waiting for the network…"
+    static let reconnecting = "reconnecting…"
+
     private var last: String?
 
     /// The line to print for `state`, or `nil` when nothing new is to say.
     mutating func update(_ state: LiveState?) -> String? {
         let line: String? = switch state {
-        case .catchingUp: "catching up…"
-        case .live: "live: changes are printed as they happen."
-        case .offline: "offline: waiting for the network…"
-        case .connecting: last == nil ? nil : "reconnecting…"
+        case .catchingUp: Self.catchingUp
+        case .live: Self.live
+        case .offline: Self.offline
+        // Opening the stream after a catch-up is no news; losing it is.
+        case .connecting: last == Self.live || last == Self.offline ? Self.reconnecting : nil
         case .upToDate, nil: nil
         }
         guard let line, line != last else { return nil }
