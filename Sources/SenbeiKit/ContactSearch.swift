@@ -1,4 +1,5 @@
 import Depot
+import DepotStore
 import Foundation
 import Observation
 
@@ -11,6 +12,11 @@ import Observation
 /// is aborted. The identity check (`ticket == currentTicket`) is what makes the
 /// screen right: an answer already on its way to the main actor when the next
 /// key was typed is dropped there, so results never go back to an older query.
+///
+/// It follows the app's live feed (``SenbeiApp/live``): when a contact
+/// reaches the cache from another client (or a full sync), the current query
+/// is searched again at once, so a new match shows without a keystroke. Hold
+/// a watch of the feed (`app.live.watch()`) while the search is on screen.
 ///
 /// For example:
 ///
@@ -38,6 +44,7 @@ public final class ContactSearch {
     @ObservationIgnored private let app: SenbeiApp
     @ObservationIgnored private let limit: Int
     @ObservationIgnored private var waiters: [CheckedContinuation<Void, Never>] = []
+    @ObservationIgnored private var follower: Task<Void, Never>?
 
     /// Makes a search over `app`'s server.
     ///
@@ -47,6 +54,11 @@ public final class ContactSearch {
     public init(app: SenbeiApp, limit: Int = FetchList.defaultPerPage) {
         self.app = app
         self.limit = limit
+        follower = follow(app.live.events())
+    }
+
+    isolated deinit {
+        follower?.cancel()
     }
 
     /// The matching contacts shown now.
@@ -107,6 +119,14 @@ public final class ContactSearch {
         update(query: String(query.dropLast()))
     }
 
+    /// Searches the current query again, keeping what is shown until the
+    /// answer comes; nothing happens while the query is empty. The live feed
+    /// calls it when contacts change.
+    public func refresh() {
+        guard !query.trimmingCharacters(in: .whitespaces).isEmpty else { return }
+        update(query: query)
+    }
+
     /// Cancels the search that is out, keeping what is shown.
     public func cancel() {
         currentTicket?.cancel()
@@ -126,6 +146,29 @@ public final class ContactSearch {
     public func settled() async {
         guard isSearching else { return }
         await withCheckedContinuation { waiters.append($0) }
+    }
+
+    /// Searches again whenever contacts changed in the cache through the live
+    /// feed (a batch of changes is one search).
+    private func follow(_ events: DepotStream<LiveFeedEvent<CRMChange>>) -> Task<Void, Never> {
+        Task { [weak self] in
+            for await event in events {
+                switch event {
+                case .applied(let changes):
+                    let contacts = changes.contains { change in
+                        switch change {
+                        case .contact, .contactDeleted: true
+                        case .task, .taskDeleted: false
+                        }
+                    }
+                    if contacts { self?.refresh() }
+                case .replaced:
+                    self?.refresh()
+                case .skipped:
+                    break
+                }
+            }
+        }
     }
 
     private func wakeWaiters() {

@@ -106,6 +106,18 @@ public final class SenbeiApp {
     public let authenticator: TokenAuthenticator
     /// Where the password grant goes.
     public let tokenEndpoint: OAuth2TokenEndpoint
+    /// The CRM's change feed, kept live while someone watches it: others'
+    /// contacts and tasks reach the cache as they are made (see ``CRMFeed``).
+    /// Its requests are data work, held until a sign-in.
+    ///
+    /// For example, while a screen shows contacts:
+    ///
+    /// ```swift
+    /// let watch = app.live.watch()       // live until cancelled or released
+    /// for await case .applied(let changes) in app.live.events() { print(changes) }
+    /// watch.cancel()
+    /// ```
+    public let live: LiveFeed<CRMFeed>
     /// Who is signed in, once a sign-in succeeded; `nil` again after a refused
     /// sign-in or the end of the session.
     public private(set) var profile: Profile?
@@ -156,6 +168,7 @@ public final class SenbeiApp {
         self.credentials = credentials
         self.authenticator = authenticator
         self.tokenEndpoint = Self.tokenEndpoint(for: server)
+        self.live = try LiveFeed(CRMFeed(), controller: controller)
         self.notificationCenter = notificationCenter ?? controller.configuration.observability.notificationCenter ?? .default
         controller.pause(category: .senbei)
         watchSignOuts()

@@ -32,6 +32,9 @@ struct SearchCommand: AsyncParsableCommand {
             try await session.withLogin { _ = try await session.app.login() }
             let search = ContactSearch(app: session.app)
             guard let query else {
+                // Others' new contacts reach the results at once while the search is open.
+                let watch = session.app.live.watch()
+                defer { watch.cancel() }
                 await SearchView(app: session.app, search: search).run()
                 return
             }

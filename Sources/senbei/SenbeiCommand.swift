@@ -24,14 +24,16 @@ struct SenbeiCommand: AsyncParsableCommand {
             younger than five minutes; senbei contacts --more (and leads --more) shows one growing list instead, \
             a page more each run, from where the last run stopped. Changes (new-task, done, comment, uncomment, new-contact) are stored \
             in the cache's outbox first: offline they show in the lists, marked, and go out on a later run \
-            (senbei outbox lists them). With no subcommand, it opens the interactive contact search.
+            (senbei outbox lists them). senbei watch prints others' contact and task changes as they happen \
+            (--json: one object per line); the interactive search shows them at once. With no subcommand, it opens the \
+            interactive contact search.
             """,
         subcommands: [
             SearchCommand.self, LoginCommand.self,
             AccountsCommand.self, ContactsCommand.self, LeadsCommand.self, OpportunitiesCommand.self, CampaignsCommand.self,
             CommentsCommand.self, CommentCommand.self, UncommentCommand.self,
             TasksCommand.self, DoneCommand.self, NewTaskCommand.self, NewContactCommand.self, ActivitiesCommand.self,
-            OutboxCommand.self,
+            OutboxCommand.self, WatchCommand.self,
         ],
         defaultSubcommand: SearchCommand.self)
 }

@@ -93,6 +93,12 @@ struct Fixture {
         serverClock.advance(by: lifetime + .seconds(1))
     }
 
+    /// Another client's changes: `contacts` new contacts ("Contact N") and
+    /// `tasks` new tasks ("Task N"), each numbered in the CRM's change feed.
+    func makeChanges(contacts: Int = 0, tasks: Int = 0) async throws {
+        try await ServerControl.send(to: server, crmChanges: .init(contacts: contacts, tasks: tasks))
+    }
+
     /// Makes the server close every connection without an answer (or answer again).
     func setOffline(_ offline: Bool) async throws {
         try await ServerControl.send(to: server, offline: offline)
@@ -196,18 +202,24 @@ enum ServerClockDrainer {
 /// `POST /_control` through a controller of its own (no credentials needed).
 struct ServerControl: NetworkOperation {
     struct Body: Encodable, Sendable {
+        struct CRMChanges: Encodable, Sendable {
+            var contacts: Int
+            var tasks: Int
+        }
+
         var route: String?
         var latencyMs: Int?
         var offline: Bool?
         var dropResponses: Int?
+        var crmChanges: CRMChanges?
     }
 
     let body: Body
     var request: NetworkRequest { .post("_control", json: body) }
 
-    static func send(to server: DemoServer, route: String? = nil, latencyMs: Int? = nil, offline: Bool? = nil, dropResponses: Int? = nil) async throws {
+    static func send(to server: DemoServer, route: String? = nil, latencyMs: Int? = nil, offline: Bool? = nil, dropResponses: Int? = nil, crmChanges: Body.CRMChanges? = nil) async throws {
         let controller = NetworkController(configuration: .init(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), observability: .init(notificationCenter: nil)))
-        _ = try await controller.perform(ServerControl(body: Body(route: route, latencyMs: latencyMs, offline: offline, dropResponses: dropResponses)))
+        _ = try await controller.perform(ServerControl(body: Body(route: route, latencyMs: latencyMs, offline: offline, dropResponses: dropResponses, crmChanges: crmChanges)))
         _ = await controller.shutdown(grace: .zero)
     }
 }
