@@ -136,18 +136,19 @@ struct FeedSync<Feed: ChangeFeed>: Sendable {
     let feed: Feed
     let controller: NetworkController
     let store: Store
+    var parking: FeedParking?
 
     /// Catches up. `applied` hears each page's changes once they landed,
     /// with the number applied so far; `replaced` a full sync's row count.
+    @MainActor
     func catchUp(
-        isolation: isolated (any Actor)? = #isolation,
         applied: ([Feed.Change], _ total: Int) -> Void = { _, _ in },
         replaced: (Int) -> Void = { _ in }
     ) async throws(DepotError) -> CatchUpReport {
         var report = CatchUpReport(cursor: "")
         var superseded = 0
         while true {
-            guard let cursor = try await store.ledger.cursor(for: feed.syncKey) else {
+            guard let cursor = try store.ledger.currentCursor(for: feed.syncKey) else {
                 let (rows, cursor) = try await fullSync()
                 replaced(rows)
                 report.cursor = cursor
@@ -155,7 +156,7 @@ struct FeedSync<Feed: ChangeFeed>: Sendable {
                 return report
             }
             report.cursor = cursor
-            switch try await controller.perform(ChangeFeedPageOperation(feed: feed, cursor: cursor)) {
+            switch try await perform(ChangeFeedPageOperation(feed: feed, cursor: cursor)) {
             case .applied(let changes, let next, let more):
                 report.pages += 1
                 report.changes += changes.count
@@ -181,7 +182,14 @@ struct FeedSync<Feed: ChangeFeed>: Sendable {
     }
 
     /// Replaces the feed's rows and cursor with a full sync.
+    @MainActor
     func fullSync() async throws(DepotError) -> (rows: Int, cursor: String) {
-        try await controller.perform(ChangeFeedSnapshotOperation(feed: feed))
+        try await perform(ChangeFeedSnapshotOperation(feed: feed))
+    }
+
+    /// Runs an operation, queued before the caller suspends.
+    @MainActor
+    private func perform<Operation: NetworkOperation>(_ operation: Operation) async throws(DepotError) -> Operation.Output {
+        try await controller.performQueuedAtOnce(operation, parking: parking)
     }
 }

@@ -54,8 +54,9 @@ public final class LiveFeed<Feed: ChangeFeed> {
         /// is dropped and reopened. Default: 45 s (three missed 15 s heartbeats).
         public var idleDeadline: Duration
         /// The first wait before reconnecting when the server closed the
-        /// stream without a `retry` of its own, or after a failure; doubled
-        /// after each connection that brought nothing, with jitter. Default: 1 s.
+        /// stream without a `retry` of its own, or after the controller gave
+        /// up on a failure; doubled after each connection that brought
+        /// nothing, plus up to half again of jitter. Default: 1 s.
         public var reconnectDelay: Duration
         /// The longest wait before reconnecting. Default: 60 s.
         public var maximumReconnectDelay: Duration
@@ -81,13 +82,24 @@ public final class LiveFeed<Feed: ChangeFeed> {
             self.release = Mutex(release)
         }
 
-        /// Ends this watch: with no other, the stream closes after the linger.
+        /// Ends this watch: with no other, the stream closes after the linger
+        /// (counted from now).
+        @MainActor
         public func cancel() {
-            guard let release = release.withLock({ value in defer { value = nil }; return value }) else { return }
-            Task { @MainActor in release() }
+            take()?()
         }
 
-        deinit { cancel() }
+        private func take() -> (@MainActor @Sendable () -> Void)? {
+            release.withLock { value in
+                defer { value = nil }
+                return value
+            }
+        }
+
+        deinit {
+            guard let release = take() else { return }
+            Task { @MainActor in release() }
+        }
     }
 
     /// The feed.
@@ -104,6 +116,7 @@ public final class LiveFeed<Feed: ChangeFeed> {
     private var random: SplitMix64
     private var watchers = 0
     private var runTask: Task<Void, Never>?
+    private nonisolated let parking: FeedParking
     private var lingerTask: Task<Void, Never>?
     private var subscribers: [UUID: AsyncStream<LiveFeedEvent<Feed.Change>>.Continuation] = [:]
     /// What the stream's task reports, in order, to the main actor.
@@ -121,7 +134,9 @@ public final class LiveFeed<Feed: ChangeFeed> {
     /// - Throws: ``/Depot/DepotError/Code/storage`` when the controller has no store.
     public init(_ feed: Feed, controller: NetworkController, configuration: Configuration = Configuration()) throws(DepotError) {
         let store = try controller.requireStore()
-        let sync = FeedSync(feed: feed, controller: controller, store: store)
+        let parking = FeedParking()
+        let sync = FeedSync(feed: feed, controller: controller, store: store, parking: parking)
+        self.parking = parking
         self.feed = feed
         self.controller = controller
         self.store = store
@@ -158,13 +173,28 @@ public final class LiveFeed<Feed: ChangeFeed> {
         lingerTask?.cancel()
         lingerTask = nil
         if runTask == nil {
-            runTask = Task { [weak self] in await self?.run() }
+            // Not parked until the loop waits on something.
+            parking.running = true
+            runTask = Task { [weak self] in
+                await self?.run()
+                // Ended by itself (the server said stop, the category was
+                // cancelled, shutdown): the next watch starts it again.
+                if let self, !Task.isCancelled { self.runTask = nil }
+                self?.parking.running = false
+            }
         }
         return Watch { [weak self] in self?.unwatch() }
     }
 
     /// Whether a watch keeps the feed live (or its linger has not run out).
     public var isRunning: Bool { runTask != nil }
+
+    /// Whether the driver waits on something the controller shows (a queued
+    /// or running ticket) or on the clock: for tests that drive simulated
+    /// time, which must not move while the driver is between two steps.
+    nonisolated var isParked: Bool { parking.isParked }
+    /// Whether the driver sleeps on the clock (its sleep may not be registered yet).
+    nonisolated var isSleeping: Bool { parking.sleeping }
 
     /// Catches up once through the change feed (a full sync when the feed
     /// has no cursor yet, or the server cannot resume), and returns what it did.
@@ -199,15 +229,16 @@ public final class LiveFeed<Feed: ChangeFeed> {
     private func unwatch() {
         watchers -= 1
         guard watchers == 0 else { return }
-        let linger = configuration.linger
-        let clock = clock
+        let sleep = Self.sleep(on: clock, for: configuration.linger, parking: parking)
         lingerTask = Task { [weak self] in
             do {
-                try await clock.sleep(for: linger)
+                try await sleep()
             } catch {
                 return
             }
-            guard let self, self.watchers == 0 else { return }
+            guard let self else { return }
+            defer { self.parking.woken = false }
+            guard self.watchers == 0 else { return }
             self.runTask?.cancel()
             self.runTask = nil
             self.lingerTask = nil
@@ -233,12 +264,12 @@ public final class LiveFeed<Feed: ChangeFeed> {
 
     /// Catch up when needed, then the stream, again and again, until cancelled.
     private func run() async {
-        var needsCatchUp = try? await store.ledger.cursor(for: feed.syncKey) == nil
+        var needsCatchUp = (try? store.ledger.currentCursor(for: feed.syncKey)) == nil
         var quietConnections = 0
         let watcher = watchOffline()
         defer { watcher.cancel() }
         while !Task.isCancelled {
-            if needsCatchUp ?? true {
+            if needsCatchUp {
                 do {
                     try await catchUp()
                     needsCatchUp = false
@@ -267,7 +298,7 @@ public final class LiveFeed<Feed: ChangeFeed> {
                     },
                     skipped: { updates.yield(.skipped($0)) }))
             do throws(DepotError) {
-                let end = try await controller.perform(operation)
+                let end = try await controller.performQueuedAtOnce(operation, parking: parking)
                 guard !Task.isCancelled else { return }
                 quietConnections = applied.withLock { $0 } > 0 ? 0 : quietConnections + 1
                 switch end {
@@ -280,11 +311,13 @@ public final class LiveFeed<Feed: ChangeFeed> {
                     continue
                 case .stopped:
                     status.live = .upToDate
-                    runTask = nil
                     return
                 }
             } catch {
-                guard !Task.isCancelled, error.code != .cancelled, error.code != .shutDown else { return }
+                guard !Task.isCancelled, error.code != .cancelled, error.code != .shutDown else {
+                    if !Task.isCancelled { status.live = .upToDate }
+                    return
+                }
                 await store.ledger.recordFailure(error, for: feed.syncKey)
                 quietConnections = applied.withLock { $0 } > 0 ? 1 : quietConnections + 1
                 status.live = .connecting
@@ -293,20 +326,42 @@ public final class LiveFeed<Feed: ChangeFeed> {
         }
     }
 
-    /// Waits before reconnecting: the server's `retry`, or the configured
-    /// delay doubled for each connection in a row that brought nothing, with
-    /// jitter (half to all of it). Returns `false` when cancelled.
+    /// Waits before reconnecting: the server's `retry` (never less), or the
+    /// configured delay, doubled for each connection in a row that brought
+    /// nothing, up to the maximum, plus up to half again of jitter, so that
+    /// clients a server dropped together do not come back together.
+    /// Returns `false` when cancelled.
     private func pause(after retry: Duration?, quiet: Int) async -> Bool {
         let base = retry ?? configuration.reconnectDelay
         let doubled = base * (1 << min(max(quiet - 1, 0), 16))
-        let ceiling = min(doubled, max(configuration.maximumReconnectDelay, base))
-        let fraction = 0.5 + Double(random.next() >> 11) / Double(1 << 53) / 2
+        let delay = min(doubled, max(configuration.maximumReconnectDelay, base))
+        let jitter = Double(random.next() >> 11) / Double(1 << 53) / 2
+        let sleep = Self.sleep(on: clock, for: delay * (1 + jitter), parking: parking)
+        parking.sleeping = true
+        defer {
+            parking.sleeping = false
+            parking.woken = false
+        }
         do {
-            try await clock.sleep(for: ceiling * fraction)
+            try await sleep()
             return true
         } catch {
             return false
         }
+    }
+
+    /// A sleep of `duration` from now, now read at once: a sleep that reaches
+    /// the clock a moment later still ends when it was meant to. Once it ends,
+    /// the driver counts as busy (`woken`) until the main actor acted on it.
+    private static func sleep(on clock: any Clock<Duration>, for duration: Duration, parking: FeedParking) -> @Sendable () async throws -> Void {
+        func deadline<C: Clock<Duration>>(_ clock: C) -> @Sendable () async throws -> Void {
+            let deadline = clock.now.advanced(by: duration)
+            return {
+                try await clock.sleep(until: deadline, tolerance: nil)
+                parking.woken = true
+            }
+        }
+        return deadline(clock)
     }
 
     /// Shows `offline` while the stream waits for the network.

@@ -24,6 +24,16 @@ extension SyncLedger {
         try await store.read { db in try Self.cursor(for: key, in: db) }
     }
 
+    /// The cursor kept under `key`, read at once: a feed's driver decides
+    /// with it what comes next, and must not leave the actor while it does.
+    func currentCursor(for key: String) throws(DepotError) -> String? {
+        do {
+            return try store.writer.read { db in try Self.cursor(for: key, in: db) }
+        } catch {
+            throw DepotError.storage(error, detail: "reading the cursor of \(key) failed")
+        }
+    }
+
     /// The cursor kept under `key`, read in `db`.
     public static func cursor(for key: String, in db: Database) throws -> String? {
         try String.fetchOne(db, sql: "SELECT cursor FROM \(cursorsTable) WHERE key = ?", arguments: [key])
