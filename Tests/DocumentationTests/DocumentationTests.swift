@@ -20,6 +20,7 @@ import Testing
         ("Sources/Depot/Depot.docc/Observability.md", "Tests/DocumentationTests/Examples/Observability.swift"),
         ("Sources/DepotStore/DepotStore.docc/YourFirstCachedList.md", "Tests/DocumentationTests/Examples/YourFirstCachedList.swift"),
         ("Sources/DepotStore/DepotStore.docc/OfflineWrites.md", "Tests/DocumentationTests/Examples/OfflineWrites.swift"),
+        ("Sources/DepotStore/DepotStore.docc/LiveData.md", "Tests/DocumentationTests/Examples/LiveData.swift"),
         ("Sources/DepotStore/DepotStore.docc/KeepingTheCacheInShape.md", "Tests/DocumentationTests/Examples/Retention.swift Tests/DocumentationTests/Examples/KeepingTheCacheInShape.swift"),
         ("Sources/DepotTesting/DepotTesting.docc/TestingYourOperations.md", "Tests/DocumentationTests/Examples/TestingYourOperations.swift"),
         ("Sources/DepotAsyncHTTPClient/DepotAsyncHTTPClient.docc/DepotAsyncHTTPClient.md", "Tests/DocumentationTests/Examples/DepotAsyncHTTPClient.swift"),

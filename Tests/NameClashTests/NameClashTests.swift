@@ -25,8 +25,26 @@ import Testing
 
     /// Every public top-level type of Depot, DepotStore, DepotAsyncHTTPClient
     /// and DepotTesting, named unqualified.
+    /// A change feed, to name the feed types by.
+    struct Feed: ChangeFeed {
+        var syncKey: String { "feed" }
+        var snapshotRequest: NetworkRequest { .get("all") }
+        func changesRequest(after cursor: String) -> NetworkRequest { .get("changes") }
+        func decodeChanges(_ response: NetworkResponse) throws -> ChangePage<Int> { ChangePage([], cursor: "0") }
+        func decodeSnapshot(_ response: NetworkResponse) throws -> ChangePage<Int> { ChangePage([], cursor: "0") }
+        func apply(_ change: Int, to db: Database) throws {}
+        func removeAll(from db: Database) throws {}
+    }
+
     static let types: [String: Any.Type] = [
         "AsyncHTTPClientTransport": AsyncHTTPClientTransport.self,
+        "CatchUpReport": CatchUpReport.self,
+        "ChangeFeed": (any ChangeFeed).Type.self,
+        "ChangePage": ChangePage<Int>.self,
+        "LiveFeed": LiveFeed<Feed>.self,
+        "LiveFeedEvent": LiveFeedEvent<Int>.self,
+        "LiveMessage": LiveMessage<Int>.self,
+        "LiveState": LiveState.self,
         "BulkEncodableRecord": (any BulkEncodableRecord).Type.self,
         "BulkUpsert": BulkUpsert<Row>.self,
         "CacheInvalidation": CacheInvalidation.self,

@@ -22,48 +22,18 @@ import GRDB
 /// Pending optimistic mutations (``Mutation``) are applied again on top of
 /// every write, as after a refresh.
 ///
-/// For example, a timeline whose server numbers its changes:
+/// For example, the decoding of a feed's events (<doc:LiveData> writes a
+/// whole feed, step by step):
 ///
 /// ```swift
-/// struct TimelineFeed: ChangeFeed {
-///     enum Change: Sendable { case post(Post), delete(id: Int) }
-///
-///     var syncKey: String { "timeline" }
-///     var snapshotRequest: NetworkRequest { .get("timeline", query: ["limit": "100000"]) }
-///     var eventsRequest: NetworkRequest? { .get("timeline/events") }
-///
-///     func changesRequest(after cursor: String) -> NetworkRequest {
-///         .get("timeline/changes", query: ["since": cursor])
-///     }
-///
-///     func decodeSnapshot(_ response: NetworkResponse) throws -> ChangePage<Change> {
-///         let posts = try response.decode([Post].self)
-///         return ChangePage(posts.map(Change.post), cursor: response.headers["Change-Cursor"] ?? "0")
-///     }
-///
-///     func decodeChanges(_ response: NetworkResponse) throws -> ChangePage<Change> {
-///         let page = try response.decode(ChangesPage.self)
-///         return ChangePage(page.changes.map(\.change), cursor: String(page.cursor), more: page.more)
-///     }
-///
-///     func decodeEvent(_ event: ServerSentEvent) throws -> LiveMessage<Change> {
-///         switch event.type {
-///         case "post": .changes([.post(try JSONDecoder().decode(Post.self, from: Data(event.data.utf8)))])
-///         case "delete": .changes([.delete(id: try JSONDecoder().decode(Deleted.self, from: Data(event.data.utf8)).id)])
-///         case "reset": .startOver
-///         default: .ignore
-///         }
-///     }
-///
-///     func apply(_ change: Change, to db: Database) throws {
-///         switch change {
-///         case .post(let post): try post.save(db)
-///         case .delete(let id): _ = try Post.deleteOne(db, key: id)
-///         }
-///     }
-///
-///     func removeAll(from db: Database) throws {
-///         _ = try Post.deleteAll(db)
+/// func decodeEvent(_ event: ServerSentEvent) throws -> LiveMessage<MessageChange> {
+///     let data = Data(event.data.utf8)
+///     switch event.type {
+///     case "message": return .changes([.write(try JSONDecoder().decode(Message.self, from: data))])
+///     case "delete": return .changes([.delete(id: try JSONDecoder().decode(Deleted.self, from: data).id)])
+///     case "stale": return .invalidate([.tag(event.data)])
+///     case "reset": return .startOver
+///     default: return .ignore
 ///     }
 /// }
 /// ```

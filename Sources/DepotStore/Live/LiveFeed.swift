@@ -33,16 +33,13 @@ public enum LiveFeedEvent<Change: Sendable>: Sendable {
 /// ``status`` says what it is doing (``SyncStatus/live``): live, catching up
 /// with a count, up to date, or offline.
 ///
-/// For example, in a view model:
+/// For example (<doc:LiveData> writes `MessagesFeed`):
 ///
 /// ```swift
-/// let feed = try LiveFeed(TimelineFeed(), controller: controller)
-/// let posts = try ResultsController(store: store, request: Post.newestFirst())
-/// let watch = feed.watch()          // the stream stays open while `watch` is held
-/// for await event in feed.events() {
-///     if case .applied(let changes) = event { print(changes.count, "new changes") }
-/// }
-/// _ = watch
+/// let feed = try LiveFeed(MessagesFeed(), controller: controller)
+/// let messages = try ResultsController(store: store, request: Message.order(Column("id").desc))
+/// let watch = feed.watch()
+/// print(feed.status.live ?? .upToDate)   // connecting, live, catching up, offline
 /// ```
 @MainActor
 public final class LiveFeed<Feed: ChangeFeed> {
