@@ -66,4 +66,24 @@ extension SchedulerTests {
         #expect(scheduler.isIdle)
         #expect(scheduler.unslotted.isEmpty)
     }
+
+    @Test func anUrgentStreamHoldsNoDelayableRangeBack() {
+        var scheduler = Scheduler(limit: 4, pacesDelayable: true)
+        _ = scheduler.enqueue(stream(1, .high))
+        _ = scheduler.enqueue(entry(2, .low))
+        // An urgent fetch holds the image's next range back; the stream, urgent for hours, does not.
+        #expect(scheduler.mayContinueRanges(of: id(2)))
+        _ = scheduler.enqueue(entry(3, .high))
+        #expect(!scheduler.mayContinueRanges(of: id(2)))
+    }
+
+    @Test func aStreamThatRetriedHoldsNoDelayableWorkBack() {
+        var scheduler = Scheduler(limit: 4, pacesDelayable: true)
+        _ = scheduler.enqueue(stream(1, .high))
+        // Its connection dropped: it backs off, then tries again.
+        _ = scheduler.rest(job: id(1))
+        scheduler.wake(job: id(1))
+        #expect(scheduler.heavy.isEmpty)
+        #expect(starts(scheduler.enqueue(entry(2, .low))) == [2])
+    }
 }

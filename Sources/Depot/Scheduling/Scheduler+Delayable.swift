@@ -39,7 +39,7 @@ extension Scheduler {
     /// again, as a job that starts does. Delayable work that started while it
     /// slept goes on (its ranges wait, if it is ranged).
     mutating func wake(job id: ID) {
-        guard resting.remove(id) != nil, running.contains(id), let job = jobs[id] else { return }
+        guard resting.remove(id) != nil, running.contains(id), let job = jobs[id], !unslotted.contains(id) else { return }
         if job.priority <= Self.delayable || job.priority >= Self.urgent { heavy.insert(id) }
     }
 
@@ -48,7 +48,8 @@ extension Scheduler {
     /// no longer delayable, or no longer known, never waits.
     func mayContinueRanges(of id: ID) -> Bool {
         guard let job = jobs[id], job.priority <= Self.delayable else { return true }
-        return !running.contains { $0 != id && !resting.contains($0) && (jobs[$0]?.priority ?? .low) >= Self.urgent }
+        // A stream (no slot) is urgent for hours: it holds no range back.
+        return !running.contains { $0 != id && !resting.contains($0) && !unslotted.contains($0) && (jobs[$0]?.priority ?? .low) >= Self.urgent }
     }
 
     /// Work at this priority or below is "delayable", as browsers call images
