@@ -247,4 +247,44 @@ import TimelineKit
             watch.cancel()
         }
     }
+
+    /// The timeline's feed, whose `poke` events name a key to refresh.
+    struct PokingFeed: ChangeFeed {
+        let timeline = TimelineFeed()
+        var syncKey: String { timeline.syncKey }
+        var snapshotRequest: NetworkRequest { timeline.snapshotRequest }
+        var eventsRequest: NetworkRequest? { timeline.eventsRequest }
+        func changesRequest(after cursor: String) -> NetworkRequest { timeline.changesRequest(after: cursor) }
+        func decodeChanges(_ response: NetworkResponse) throws -> ChangePage<TimelineChange> { try timeline.decodeChanges(response) }
+        func decodeSnapshot(_ response: NetworkResponse) throws -> ChangePage<TimelineChange> { try timeline.decodeSnapshot(response) }
+        func apply(_ change: TimelineChange, to db: Database) throws { try timeline.apply(change, to: db) }
+        func removeAll(from db: Database) throws { try timeline.removeAll(from: db) }
+        func decodeEvent(_ event: ServerSentEvent) throws -> LiveMessage<TimelineChange> {
+            event.type == "poke" ? .invalidate([.key(event.data)]) : try timeline.decodeEvent(event)
+        }
+    }
+
+    @Test func aPokeMarksItsKeyStaleInTheEventsTransaction() async throws {
+        let clock = ManualClock()
+        let simulator = NetworkSimulator(clock: clock, link: .init(bandwidth: 10_000_000, rtt: .milliseconds(50)), routes: [
+            .init(path: "/timeline/events", stream: { _ in .init(steps: [.send("id: 1\nevent: poke\ndata: avatars\n\n", after: .seconds(1))]) }),
+            .init(path: "/timeline", body: Data("[]".utf8), headers: ["Change-Cursor": "0", "Content-Type": "application/json"]),
+        ])
+        let environment = DepotEnvironment(clock: clock, seed: 1)
+        let store = try Store.inMemory(migrator: TimelineSchema.migrator, environment: environment)
+        try await store.writer.write { db in try SyncLedger.recordSuccess(for: "avatars", at: Date(), validators: nil, in: db) }
+        var settings = NetworkController.Configuration(baseURL: URL(string: "http://timeline.test")!, transport: simulator, observability: .init(notificationCenter: nil), environment: environment)
+        settings.store = store
+        let controller = NetworkController(configuration: settings)
+        let feed = try LiveFeed(PokingFeed(), controller: controller)
+        let watch = feed.watch()
+        let stale: @Sendable () -> Bool = { (try? store.writer.read { db in try SyncLedger.entry(for: "avatars", in: db)?.isStale }) == true }
+        let controllerSettled = simulator.settled(with: controller)
+        try await simulator.run(until: stale, quietYields: 64, settled: { controllerSettled() && feed.isParked })
+        // The poke moved the cursor with it, and nothing else was written.
+        #expect(try await store.writer.read { db in try SyncLedger.cursor(for: TimelineFeed.syncKey, in: db) } == "1")
+        #expect(try await store.writer.read { db in try TimelinePost.fetchCount(db) } == 0)
+        watch.cancel()
+        _ = await controller.shutdown(grace: .zero)
+    }
 }

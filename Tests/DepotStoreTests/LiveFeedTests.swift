@@ -49,14 +49,26 @@ import TimelineKit
         }
     }
 
+    enum Client: String, CaseIterable, Sendable {
+        case asyncHTTPClient, urlSession
+
+        func transport() -> any Transport {
+            switch self {
+            case .asyncHTTPClient: AsyncHTTPClientTransport()
+            case .urlSession: URLSessionTransport()
+            }
+        }
+    }
+
     func withSession<T>(
         _ server: DemoServer.Configuration = .init(seed: 7),
         limit: Int? = nil,
+        client: Client = .asyncHTTPClient,
         _ body: (Session) async throws -> T
     ) async throws -> T {
         try await DemoServer.withRunning(server) { server in
             try await StoreFixtures.withStore(migrator: TimelineSchema.migrator) { store in
-                let transport = ScriptedTransport(forwardingTo: AsyncHTTPClientTransport())
+                let transport = ScriptedTransport(forwardingTo: client.transport())
                 var configuration = NetworkController.Configuration(baseURL: server.baseURL, transport: transport, observability: .init(notificationCenter: nil))
                 configuration.store = store
                 configuration.environment.seed = 1
@@ -90,8 +102,9 @@ import TimelineKit
         return seen
     }
 
-    @Test func theFirstWatchSyncsInFullThenFollowsTheStream() async throws {
-        try await withSession { session in
+    @Test(arguments: Client.allCases)
+    func theFirstWatchSyncsInFullThenFollowsTheStream(client: Client) async throws {
+        try await withSession(client: client) { session in
             let feed = try LiveFeed(TimelineFeed(), controller: session.controller)
             let events = feed.events()
             let watch = feed.watch()
@@ -171,6 +184,62 @@ import TimelineKit
             #expect(report.cancelled == 1)
             #expect(!report.graceExpired)
             watch.cancel()
+        }
+    }
+
+    @Test func aStreamTheServerCannotResumeCatchesUpThroughAFullSync() async throws {
+        try await withSession(.init(seed: 7, changeHistory: 10)) { session in
+            let feed = try LiveFeed(TimelineFeed(), controller: session.controller)
+            try await feed.catchUp()
+            // Given 30 changes while the app was away, more than the server keeps
+            try await session.control(#"{"timelineChanges": {"posts": 25, "deletes": 5}}"#)
+            let events = feed.events()
+            let watch = feed.watch()
+            // When the stream opens from cursor 0, the server sends a reset; the
+            // feed catches up (410 from the change feed: a full sync), then goes live
+            for await event in events {
+                if case .replaced = event { break }
+            }
+            await until(feed.status, is: .live)
+            #expect(try await session.cachedPosts() == session.serverPosts())
+            #expect(try await session.store.ledger.cursor(for: TimelineFeed.syncKey) == "30")
+            try await session.control(#"{"timelineChanges": {"posts": 1}}"#)
+            #expect(await changes(events, count: 1).count == 1)
+            #expect(try await session.store.ledger.cursor(for: TimelineFeed.syncKey) == "31")
+            watch.cancel()
+        }
+    }
+
+    @Test func aStreamCutInTheMiddleOfAnEventResumesWithNothingLostOrRepeated() async throws {
+        try await withSession { session in
+            let feed = try LiveFeed(TimelineFeed(), controller: session.controller)
+            let events = feed.events()
+            let watch = feed.watch()
+            await until(feed.status, is: .live)
+            // The server sends half of the next event, then closes the connection.
+            try await session.control(#"{"cutStreamsMidEvent": true, "timelineChanges": {"posts": 1}}"#)
+            try await session.control(#"{"timelineChanges": {"posts": 2}}"#)
+            let seen = await changes(events, count: 3)
+            #expect(seen.count == 3)
+            #expect(try await session.cachedPosts() == session.serverPosts())
+            #expect(try await session.store.ledger.cursor(for: TimelineFeed.syncKey) == "3")
+            #expect(try await session.store.ledger.appliedChanges(for: TimelineFeed.syncKey) == 3)
+            // Two connections: the cut one, and the one that resumed after event 0.
+            let streams = session.transport.exchanges.filter { $0.request.url.path == "/timeline/events" }
+            #expect(streams.map { $0.request.headers["Last-Event-ID"] } == ["0", "0"])
+            watch.cancel()
+        }
+    }
+
+    @Test func tenThousandChangesAfterAnOfflineSpellComeInPages() async throws {
+        try await withSession(.init(seed: 7, changeHistory: 20_000)) { session in
+            let feed = try LiveFeed(TimelineFeed(), controller: session.controller)
+            try await feed.catchUp()
+            try await session.control(#"{"timelineChanges": {"posts": 9000, "deletes": 1000}}"#)
+            let report = try await feed.catchUp()
+            #expect(report == CatchUpReport(changes: 10_000, pages: 20, fullSync: false, cursor: "10000"))
+            #expect(try await session.cachedPosts() == session.serverPosts())
+            #expect(try await session.store.ledger.appliedChanges(for: TimelineFeed.syncKey) == 10_000)
         }
     }
 }
