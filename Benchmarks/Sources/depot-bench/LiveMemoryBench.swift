@@ -60,7 +60,9 @@ enum LiveMemoryBench {
         configuration.store = store
         let controller = NetworkController(configuration: configuration)
         let feed = try LiveFeed(LiveTimeline.Feed(), controller: controller)
-        let results = try ResultsController(store: store, request: LiveTimeline.Post.newest(50))
+        // DEPOT_LIVEMEMORY_SCREEN=0: no results controller, to tell its share.
+        let screen = ProcessInfo.processInfo.environment["DEPOT_LIVEMEMORY_SCREEN"] != "0"
+        let results = screen ? try ResultsController(store: store, request: LiveTimeline.Post.newest(50)) : nil
         let live = Atomic<Bool>(false)
         let watchingStatus = Task { @MainActor in
             for await state in feed.status.updates() { live.store(state.live == .live, ordering: .relaxed) }
@@ -71,7 +73,7 @@ enum LiveMemoryBench {
         let settled = simulator.settled(with: controller)
         let chunks = (events + perChunk - 1) / perChunk
         let segments = 10
-        say("livememory: \(events) post events, \(perChunk) a chunk, a chunk every \(interval) of simulated time (\(SummaryRow.grouped(Double(chunks)) ) chunks, one transaction each); NetworkSimulator on a ManualClock, LiveFeed on a file-backed Store, ResultsController on the newest 50; heap read every \(events / segments) events")
+        say("livememory: \(events) post events, \(perChunk) a chunk, a chunk every \(interval) of simulated time (\(SummaryRow.grouped(Double(chunks)) ) chunks, one transaction each); NetworkSimulator on a ManualClock, LiveFeed on a file-backed Store, \(screen ? "ResultsController on the newest 50" : "no ResultsController"); heap read every \(events / segments) events")
 
         // The full sync, then the stream opens: time starts when it is live.
         // Between the full sync and the stream's start nothing runs: the feed's
@@ -91,8 +93,8 @@ enum LiveMemoryBench {
             heap.append(memory?.inUse ?? .nan)
             rss.append(SoakBench.residentMegabytes())
             let wall = (ContinuousClock.now - wallStart).seconds
-            say(String(format: "  %8d events applied, simulated %@, wall %.1f s (%.0f events/s): heap in use %.2f MB, malloc holds %.1f MB, RSS %.1f MB, SQLite %.2f MB; screen shows %d posts",
-                       applied, "\(clock.elapsed)", wall, Double(applied) / wall, heap.last!, memory?.system ?? .nan, rss.last!, SoakBench.sqliteMegabytes() ?? .nan, results.fetchedObjects.count))
+            say(String(format: "  %8d events applied, simulated %@, wall %.1f s (%.0f events/s): heap in use %.2f MB, malloc holds %.1f MB, RSS %.1f MB, SQLite %.2f MB; %d threads; screen shows %d posts",
+                       applied, "\(clock.elapsed)", wall, Double(applied) / wall, heap.last!, memory?.system ?? .nan, rss.last!, SoakBench.sqliteMegabytes() ?? .nan, SoakBench.threadCount() ?? 0, results?.fetchedObjects.count ?? 0))
             if segment == segments, applied != events { throw CatchUpBench.failure("\(applied) of \(events) events applied") }
         }
         let wall = (ContinuousClock.now - wallStart).seconds
