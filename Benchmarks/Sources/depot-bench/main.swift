@@ -4,6 +4,7 @@
 //
 // `serve` is used internally: the transport and outbox benchmarks start this
 // binary again as their loopback server, so server CPU is not counted as client CPU.
+// `livefollower` too: livelatency's app in another process.
 import Foundation
 
 func run(_ arguments: [String]) async throws {
@@ -34,6 +35,15 @@ case "outbox":
     try await OutboxBench.run(count: arguments.count > 1 ? Int(arguments[1]) ?? 1000 : 1000, rounds: arguments.count > 2 ? Int(arguments[2]) ?? 5 : 5)
 case "reallink":
     try await RealLinkBench.run(arguments: arguments)
+case "livelatency":
+    try await LiveLatencyBench.run(binaries: arguments.count > 1 ? arguments[1] : ".build/release", seconds: arguments.count > 2 ? Int(arguments[2]) ?? 30 : 30)
+case "livefollower":
+    guard arguments.count > 1, let base = URL(string: arguments[1]) else { exit(2) }
+    try await LiveLatencyBench.follow(base: base, floorRate: arguments.count > 2 ? Int(arguments[2]) ?? 10 : 10)
+case "catchup":
+    try await CatchUpBench.run(binaries: arguments.count > 1 ? arguments[1] : ".build/release", rows: 50_000, changes: 10_000, repeats: arguments.count > 2 ? Int(arguments[2]) ?? 5 : 5)
+case "livememory":
+    try await LiveMemoryBench.run(events: arguments.count > 1 ? Int(arguments[1]) ?? 1_000_000 : 1_000_000, perChunk: arguments.count > 2 ? Int(arguments[2]) ?? 1 : 1)
 case "allocations":
     try await AllocationBench.run(operations: arguments.count > 1 ? Int(arguments[1]) ?? 10_000 : 10_000)
 case "soak":
@@ -43,14 +53,14 @@ case "soak":
     }
     exit(try await SoakBench.run(duration: duration, seed: seed) ? 0 : 1)
 default:
-    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | allocations [operations] | ingest [items] [repeats] | outbox [count] [rounds] | changesets [rows] [repeats] | evict [rows] [repeats] [all|page] | reallink [repeats] [lows] [depot-server path] | conditions [trace folder] | nerdfeed [release bin folder] [repeats] | firstrows [repetitions] [release bin folder] [trivial Swift program] | bigfeed [release bin folder] [items] [repeats] | soak [duration] [seed] | serve]")
+    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | allocations [operations] | ingest [items] [repeats] | outbox [count] [rounds] | changesets [rows] [repeats] | evict [rows] [repeats] [all|page] | reallink [repeats] [lows] [depot-server path] | conditions [trace folder] | nerdfeed [release bin folder] [repeats] | firstrows [repetitions] [release bin folder] [trivial Swift program] | bigfeed [release bin folder] [items] [repeats] | soak [duration] [seed] | livelatency [release bin folder] [seconds] | catchup [release bin folder] [repeats] | livememory [events] [events a chunk] | serve]")
     exit(2)
 }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 // The commit and date of the summary rows, read before a subcommand can change the tree.
-if arguments.first != "serve" { _ = SummaryRow.run }
+if arguments.first != "serve", arguments.first != "livefollower" { _ = SummaryRow.run }
 do {
     try await run(arguments)
 } catch {
