@@ -22,8 +22,8 @@ struct InteractiveModeTests {
             try await Tmux.start(session, [executable.path, "--server", server.baseURL.absoluteString, "--cache", folder.appending(path: "cache.sqlite").path], exitFile: exitFile)
             defer { Task { await Tmux.kill(session) } }
 
-            // Given the app started, synced and fetched the avatars
-            var pane = try await Tmux.waitForPane(session) { $0.contains("Timeline (30 posts, 30 avatars)") && $0.contains("last synced") }
+            // Given the app started, synced, fetched the avatars and went live
+            var pane = try await Tmux.waitForPane(session) { $0.contains("Timeline (30 posts, 30 avatars)") && $0.contains("\nlive · network") }
             #expect(pane.contains("link fast · network"))
             #expect(pane.contains("■ @"))
 
