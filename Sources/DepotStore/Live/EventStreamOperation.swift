@@ -38,6 +38,18 @@ struct EventStreamOperation<Feed: ChangeFeed>: StreamingNetworkOperation {
     let idleDeadline: Duration
     let maximumEventSize: Int
     let observer: EventStreamObserver
+    /// The cursor this attempt resumes from, as `prepare` sent it: the sink's
+    /// first write must find the same one kept (attempts run one at a time).
+    let resumesFrom = ResumePoint()
+
+    /// A cursor shared by the operation's copies.
+    final class ResumePoint: Sendable {
+        private let value = Mutex<String?>(nil)
+
+        func withLock<T>(_ body: (inout String?) -> T) -> T {
+            value.withLock { body(&$0) }
+        }
+    }
 
     var request: NetworkRequest { eventsRequest }
     var priority: Priority { feed.priority }
@@ -51,7 +63,9 @@ struct EventStreamOperation<Feed: ChangeFeed>: StreamingNetworkOperation {
         request.headers["Accept"] = "text/event-stream"
         request.headers["Cache-Control"] = "no-cache"
         let store = try context.requireStore(for: name)
-        if let cursor = try await store.ledger.cursor(for: feed.syncKey), !cursor.isEmpty {
+        let cursor = try await store.ledger.cursor(for: feed.syncKey)
+        resumesFrom.withLock { $0 = cursor }
+        if let cursor, !cursor.isEmpty {
             request.headers["Last-Event-ID"] = cursor
         } else {
             request.headers.remove(name: "Last-Event-ID")
@@ -74,7 +88,7 @@ struct EventStreamOperation<Feed: ChangeFeed>: StreamingNetworkOperation {
 
     func makeBodySink(for response: NetworkResponse, context: OperationContext) async throws -> Sink? {
         let store = try context.requireStore(for: name)
-        let base = try await store.ledger.cursor(for: feed.syncKey)
+        let base = resumesFrom.withLock { $0 }
         observer.opened()
         return Sink(writer: FeedWriter(feed: feed, store: store), base: base, maximumEventSize: maximumEventSize, observer: observer, name: name)
     }

@@ -113,6 +113,8 @@ public final class LiveFeed<Feed: ChangeFeed> {
     private var random: SplitMix64
     private var watchers = 0
     private var runTask: Task<Void, Never>?
+    /// How many runs began: the current one's number.
+    private var runs = 0
     private nonisolated let parking: FeedParking
     private var lingerTask: Task<Void, Never>?
     private var subscribers: [UUID: AsyncStream<LiveFeedEvent<Feed.Change>>.Continuation] = [:]
@@ -172,12 +174,16 @@ public final class LiveFeed<Feed: ChangeFeed> {
         if runTask == nil {
             // Not parked until the loop waits on something.
             parking.running = true
+            runs += 1
+            let run = runs
             runTask = Task { [weak self] in
                 await self?.run()
                 // Ended by itself (the server said stop, the category was
-                // cancelled, shutdown): the next watch starts it again.
-                if let self, !Task.isCancelled { self.runTask = nil }
-                self?.parking.running = false
+                // cancelled, shutdown), the next watch starts it again; ended
+                // by the linger, a newer run may have begun meanwhile.
+                guard let self, self.runs == run else { return }
+                self.runTask = nil
+                self.parking.running = false
             }
         }
         return Watch { [weak self] in self?.unwatch() }
