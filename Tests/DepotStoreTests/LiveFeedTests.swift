@@ -134,7 +134,13 @@ import TimelineKit
             // Given 100 changes while the app was away
             try await session.control(#"{"timelineChanges": {"posts": 80, "deletes": 20}}"#)
             let requestsBefore = session.transport.exchanges.count
+            let states = Recorder(feed.status.updates())
             let report = try await feed.catchUp()
+            // The status counted the changes page by page, then said up to date.
+            for count in [0, 40, 80, 100] {
+                _ = try await states.next { $0.live == .catchingUp(changes: count) }
+            }
+            _ = try await states.next { $0.live == .upToDate }
             // Then three pages of changes came, not the whole timeline again
             #expect(report == CatchUpReport(changes: 100, pages: 3, fullSync: false, cursor: "100"))
             #expect(session.transport.exchanges.count - requestsBefore == 3)
