@@ -80,6 +80,8 @@ enum LiveLatencyBench {
                 roundTrips: posts.map { milliseconds($0.sent, $0.accepted) },
                 floor: floor.map { milliseconds($0.start, $0.delivered) },
                 lost: lost))
+            // A quiet second between rates: the last posts' writes and deliveries
+            // end before the next rate's floor samples begin.
             try await Task.sleep(for: .seconds(1))
         }
         return phases
@@ -149,6 +151,21 @@ extension LiveLatencyBench {
             var delivered: [Int: Int64] = [:]
             var floor: [(start: Int64, delivered: Int64)] = []
             var ended = false
+            /// Waits for a fact about the reports: resumed (true) when it
+            /// holds, or (false) at its deadline or the follower's end.
+            var waiters: [UUID: (holds: @Sendable (Reports) -> Bool, continuation: CheckedContinuation<Bool, Never>)] = [:]
+
+            /// The waiters whose fact holds now, or all of them once the follower ended.
+            mutating func takeSettled() -> [(CheckedContinuation<Bool, Never>, Bool)] {
+                var settled: [(CheckedContinuation<Bool, Never>, Bool)] = []
+                for (id, waiter) in waiters {
+                    let holds = waiter.holds(self)
+                    guard holds || ended else { continue }
+                    settled.append((waiter.continuation, holds))
+                    waiters[id] = nil
+                }
+                return settled
+            }
         }
 
         let process: Process
@@ -184,7 +201,7 @@ extension LiveLatencyBench {
                 guard let last = pending.lastIndex(of: UInt8(ascii: "\n")) else { continue }
                 let lines = String(decoding: pending[..<last], as: UTF8.self).split(separator: "\n")
                 pending.removeSubrange(...last)
-                reports.withLock { reports in
+                let settled = reports.withLock { reports in
                     for line in lines {
                         let fields = line.split(separator: " ")
                         switch fields.first {
@@ -197,34 +214,54 @@ extension LiveLatencyBench {
                             FileHandle.standardError.write(Data("follower: \(line)\n".utf8))
                         }
                     }
+                    return reports.takeSettled()
                 }
+                for (continuation, holds) in settled { continuation.resume(returning: holds) }
             }
-            reports.withLock { $0.ended = true }
+            let settled = reports.withLock { reports in
+                reports.ended = true
+                return reports.takeSettled()
+            }
+            for (continuation, holds) in settled { continuation.resume(returning: holds) }
+        }
+
+        /// Waits until `holds` is true of the reports (true), or `timeout` of
+        /// real time passed or the follower ended (false): a fact, with a
+        /// deadline after which the bench reports what never came.
+        private func wait(timeout: Duration, until holds: @escaping @Sendable (Reports) -> Bool) async -> Bool {
+            let id = UUID()
+            let deadline = Task { [self] in
+                try? await Task.sleep(for: timeout)
+                let waiter = self.reports.withLock { $0.waiters.removeValue(forKey: id) }
+                waiter?.continuation.resume(returning: false)
+            }
+            defer { deadline.cancel() }
+            return await withCheckedContinuation { continuation in
+                let now: Bool? = reports.withLock { reports in
+                    if holds(reports) { return true }
+                    if reports.ended { return false }
+                    reports.waiters[id] = (holds, continuation)
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
         }
 
         func deliveries() -> [Int: Int64] { reports.withLock { $0.delivered } }
         func floorSamples() -> [(start: Int64, delivered: Int64)] { reports.withLock { $0.floor } }
 
-        /// Waits (polling its reports, 20 ms apart) until the follower is live.
+        /// Waits until the follower says it is live (60 s at most).
         func waitUntilReady() async throws {
-            let deadline = ContinuousClock.now + .seconds(60)
-            while !reports.withLock({ $0.ready }) {
-                if reports.withLock({ $0.ended }) || ContinuousClock.now > deadline {
-                    throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "the follower did not go live"])
-                }
-                try await Task.sleep(for: .milliseconds(20))
+            guard await wait(timeout: .seconds(60), until: { $0.ready }) else {
+                throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "the follower did not go live"])
             }
         }
 
         /// Waits until every id was delivered, or 10 s passed; returns how many were not.
         @discardableResult
         func waitForDeliveries(of ids: [Int]) async throws -> Int {
-            let deadline = ContinuousClock.now + .seconds(10)
-            while true {
-                let missing = reports.withLock { reports in ids.count { reports.delivered[$0] == nil } }
-                if missing == 0 || ContinuousClock.now > deadline { return missing }
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            _ = await wait(timeout: .seconds(10)) { reports in ids.allSatisfy { reports.delivered[$0] != nil } }
+            return reports.withLock { reports in ids.count { reports.delivered[$0] == nil } }
         }
 
         /// Closes its standard input, which ends it, and waits for it.
