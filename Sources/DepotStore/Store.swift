@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Depot
 import Foundation
 import GRDB
@@ -104,6 +99,15 @@ public final class Store: Sendable {
     /// ``defaultBusyTimeout`` for another's lock (unless `configuration` sets
     /// its own `busyMode`), and so do the open and the migration.
     ///
+    /// A file the process cannot write (a read-only file system, a file
+    /// without write permission) opens read-only, if its schema is current:
+    /// ``isReadOnly`` is `true`, reads show what it holds, and writes fail
+    /// with `.storage`.
+    ///
+    /// A damaged file is rebuilt, keeping what cannot be fetched again, unless
+    /// `onCorruption` says ``CorruptionPolicy/fail``: ``lastRecovery`` then
+    /// tells what happened.
+    ///
     /// - Parameters:
     ///   - path: The database file. Its folder must exist.
     ///   - migrator: The app's schema.
@@ -111,6 +115,8 @@ public final class Store: Sendable {
     ///   - retention: What eviction keeps (see ``Retention``). The policies
     ///     are checked against the migrated schema here, and a first
     ///     eviction starts in the background.
+    ///   - onCorruption: What to do when the file is damaged, at open or
+    ///     during use: rebuild it (the default), or fail.
     ///   - environment: The wall date for `lastSynced` and freshness, and the
     ///     clock for polling: the controller's. Inject one in tests.
     public init(
@@ -118,42 +124,29 @@ public final class Store: Sendable {
         migrator: DatabaseMigrator = DatabaseMigrator(),
         configuration: GRDB.Configuration = GRDB.Configuration(),
         retention: Retention? = nil,
+        onCorruption: CorruptionPolicy = .rebuild(),
         environment: DepotEnvironment = .live
     ) throws(DepotError) {
+        let opening = StoreOpening(
+            path: path, migrator: migrator, configuration: configuration,
+            retention: retention, onCorruption: onCorruption, date: environment.date)
+        let opened = try opening.openStore()
+        self.writer = opened.writer
+        self.openingLock = opened.lock
+        self.isReadOnly = opened.isReadOnly
+        self.filePath = path
         do {
-            let fileManager = FileManager.default
-            if !fileManager.fileExists(atPath: path) {
-                guard fileManager.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-                    throw DepotError(.storage, detail: "cannot create the database file at \(path)")
-                }
-            }
-            for file in [path, path + "-wal", path + "-shm"] {
-                Self.restrictPermissions(of: file)
-            }
-            var configuration = configuration
-            if case .immediateError = configuration.busyMode {
-                configuration.busyMode = .timeout(Self.defaultBusyTimeout)
-            }
-            // Another process may be opening the same file: SQLite answers
-            // "database is locked" to a second `journal_mode = WAL` at once,
-            // without waiting. The open and the migration take turns instead.
-            let lock = OpeningLock(path: path)
-            let pool = try lock.exclusively {
-                let pool = try DatabasePool(path: path, configuration: configuration)
-                if retention?.sizeBudget != nil { try Self.enableIncrementalVacuum(pool) }
-                try Self.prepare(pool, migrator: migrator)
-                return pool
-            }
-            self.writer = pool
-            self.openingLock = lock
-            self.seenDataVersion = Mutex(try pool.writeWithoutTransaction(Self.dataVersion))
-            self.fanout = Self.startFanout(on: pool)
+            self.seenDataVersion = Mutex(try opened.writer.writeWithoutTransaction(Self.dataVersion))
         } catch {
             throw DepotError.storage(error, detail: "cannot open the store at \(path)")
         }
+        self.fanout = Self.startFanout(on: opened.writer)
         self.environment = environment
-        self.evictor = try Self.startRetention(retention, on: writer)
+        self.recoveryCenter = RecoveryCenter(opening: opening, last: opened.recovery)
+        // A read-only file keeps what it holds: nothing to evict.
+        self.evictor = opened.isReadOnly ? nil : try Self.startRetention(retention, on: writer)
         evictor?.start(self)
+        if let recovery = opened.recovery { announce(recovery) }
     }
 
     /// The writer keeps its observers weakly (the store keeps the fan-out), so
@@ -190,7 +183,7 @@ public final class Store: Sendable {
     /// Turns on `auto_vacuum = INCREMENTAL`, so that eviction can give pages
     /// back to the file system. SQLite takes it only before the first table
     /// exists: an older file is rewritten by one `VACUUM`, once.
-    private static func enableIncrementalVacuum(_ writer: any DatabaseWriter) throws {
+    static func enableIncrementalVacuum(_ writer: any DatabaseWriter) throws {
         try writer.barrierWriteWithoutTransaction { db in
             guard try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") != 2 else { return }
             try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
@@ -198,14 +191,6 @@ public final class Store: Sendable {
             // its mode until a VACUUM, even without tables.
             if try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") != 2 { try db.execute(sql: "VACUUM") }
         }
-    }
-
-    /// Takes group and other permissions away from `file`, if it exists with them.
-    private static func restrictPermissions(of file: String) {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: file),
-              let permissions = (attributes[.posixPermissions] as? NSNumber)?.intValue,
-              permissions & 0o077 != 0 else { return }
-        try? FileManager.default.setAttributes([.posixPermissions: permissions & 0o700], ofItemAtPath: file)
     }
 
     /// Makes a store in memory: for previews, and for tests that need no file.
@@ -239,11 +224,14 @@ public final class Store: Sendable {
         self.seenDataVersion = Mutex((try? writer.writeWithoutTransaction(Self.dataVersion)) ?? 0)
         self.fanout = Self.startFanout(on: writer)
         self.openingLock = nil
+        self.isReadOnly = false
+        self.filePath = nil
         self.evictor = evictor
         self.environment = environment
+        self.recoveryCenter = RecoveryCenter(opening: nil, last: nil)
     }
 
-    private static func prepare(_ writer: any DatabaseWriter, migrator: DatabaseMigrator) throws {
+    static func prepare(_ writer: any DatabaseWriter, migrator: DatabaseMigrator) throws {
         // Usually everything is in place already: check with a read, so that
         // opening a warm cache (an app's cold start) takes no write transaction.
         let ready = try writer.read { db in
@@ -263,9 +251,17 @@ public final class Store: Sendable {
     }
 
     /// The path of the database file, or `nil` in memory.
-    public var path: String? {
-        (writer as? DatabasePool)?.path
-    }
+    public var path: String? { filePath }
+
+    /// The path the store was opened at, or `nil` in memory.
+    private let filePath: String?
+
+    /// Whether the file was opened read-only, because the process cannot
+    /// write it: reads show what it holds, and writes fail with `.storage`.
+    public let isReadOnly: Bool
+
+    /// The store's rebuilds of a damaged file (see ``recoverIfDamaged()``).
+    let recoveryCenter: RecoveryCenter
 
     /// The sync ledger kept in this database.
     public var ledger: SyncLedger { SyncLedger(store: self) }
@@ -281,6 +277,7 @@ public final class Store: Sendable {
         do {
             return try await writer.read(value)
         } catch {
+            noticeFailure(error)
             throw DepotError.storage(error, detail: "read failed")
         }
     }
@@ -290,6 +287,7 @@ public final class Store: Sendable {
         do {
             return try await writer.write(updates)
         } catch {
+            noticeFailure(error)
             throw DepotError.storage(error, detail: "write failed")
         }
     }
@@ -440,33 +438,5 @@ extension DepotError {
             return DepotError(.storage, detail: detail, underlying: error)
         }
         return DepotError.wrap(error, operation: nil, fallback: .processing)
-    }
-}
-
-/// An advisory lock (`flock`) on the database file that processes opening it
-/// take turns with: SQLite answers a second `journal_mode = WAL` with
-/// "database is locked" at once, without waiting. SQLite's own locks are
-/// `fcntl` locks, which this neither takes nor disturbs, as long as the
-/// descriptor stays open: closing any descriptor of a file drops every
-/// `fcntl` lock the process holds on it, SQLite's included. So it is closed
-/// only when the store goes.
-private final class OpeningLock: Sendable {
-    private let descriptor: Int32
-
-    init(path: String) {
-        descriptor = open(path, O_RDONLY | O_CLOEXEC)
-    }
-
-    /// Runs `body` while holding the lock (or without it, if the file could
-    /// not be opened: SQLite will say why).
-    func exclusively<T>(_ body: () throws -> T) throws -> T {
-        guard descriptor >= 0 else { return try body() }
-        while flock(descriptor, LOCK_EX) != 0, errno == EINTR {}
-        defer { flock(descriptor, LOCK_UN) }
-        return try body()
-    }
-
-    deinit {
-        if descriptor >= 0 { _ = close(descriptor) }
     }
 }

@@ -162,6 +162,7 @@ public final class Outbox: Sendable {
         guard types[M.typeName] != nil else {
             throw DepotError(.invalidRequest, operation: M.typeName, detail: "\(M.typeName) is not registered: pass it in Outbox(store:controller:types:)")
         }
+        await store.reapplyAfterRecovery(types: types)
         let payload: Data
         do {
             payload = try Self.encoder.encode(mutation.payload)
@@ -188,6 +189,7 @@ public final class Outbox: Sendable {
     /// Starts delivering what is queued, such as what an earlier launch left.
     /// Call it once the app is set up; ``send(_:)`` starts its own lane.
     public func start() async throws(DepotError) {
+        await store.reapplyAfterRecovery(types: types)
         let lanes = try await store.read { db in
             try String.fetchAll(db, sql: "SELECT DISTINCT lane FROM \(OutboxTable.name) WHERE state = 'pending'")
         }

@@ -140,6 +140,7 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         do {
             return try store.writer.read(query.fetch)
         } catch {
+            store.noticeFailure(error)
             throw DepotError.storage(error, detail: "fetch failed")
         }
     }
