@@ -249,7 +249,10 @@ let package = Package(
         // inputs. In the root package, to reach `package` symbols.
         .target(
             name: "FuzzTargets",
-            dependencies: ["Depot", "DepotStore", "NerdfeedKit", "Seeded"],
+            dependencies: [
+                "Depot", "DepotStore", "NerdfeedKit", "Seeded",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             path: "Fuzz/Targets"
         ),
         .executableTarget(

@@ -39,6 +39,7 @@ package enum FuzzTargets {
         FuzzTarget(name: "retry-after", summary: "RetryAfter.delay and RetryAfter.httpDate on a Retry-After value", run: retryAfter),
         FuzzTarget(name: "results-diff", summary: "ResultsDiff.changes between two snapshots, replayed", run: resultsDiff),
         FuzzTarget(name: "sse", summary: "ServerSentEventParser on a stream cut into chunks three ways", run: serverSentEvents),
+        FuzzTarget(name: "store", summary: "Store on a cache file with bytes overwritten or cut short", run: store),
     ]
 
     /// The target called `name`, or `nil`.

@@ -51,16 +51,12 @@ struct Salvage {
     static func read(_ targets: [PreciousRows], from db: Database) -> Salvage {
         var salvage = Salvage()
         for target in targets {
-            // A table the damaged file does not have (or whose schema cannot be
-            // read) holds nothing to salvage; an unreadable schema is damage.
-            let exists: Bool
-            do {
-                exists = try db.tableExists(target.table)
-            } catch {
+            // Every target is a table of the store's schema: one the damaged
+            // file's schema lacks, or a schema that cannot be read, is damage.
+            guard (try? db.tableExists(target.table)) == true else {
                 salvage.tables.append(Table(name: target.table, complete: false))
                 continue
             }
-            guard exists else { continue }
             salvage.tables.append(readRows(of: target, from: db))
         }
         return salvage

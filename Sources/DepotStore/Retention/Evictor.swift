@@ -89,7 +89,8 @@ final class Evictor: Sendable {
             do throws(DepotError) {
                 return .success(try await self.run(store))
             } catch {
-                if inBackground { self.failed(error) }
+                // A store closed under a background run: nothing failed.
+                if inBackground, !store.isClosing { self.failed(error) }
                 return .failure(error)
             }
         }
