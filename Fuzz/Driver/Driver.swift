@@ -21,6 +21,7 @@ public func fuzzerInitialize(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeM
         FileHandle.standardError.write(Data("depot-fuzz: set DEPOT_FUZZ_TARGET to one of: \(names)\n".utf8))
         _exit(64)
     }
+    selectedTarget?.prepare()
     return 0
 }
 

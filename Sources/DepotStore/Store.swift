@@ -234,16 +234,42 @@ public final class Store: Sendable {
     static func prepare(_ writer: any DatabaseWriter, migrator: DatabaseMigrator) throws {
         // Usually everything is in place already: check with a read, so that
         // opening a warm cache (an app's cold start) takes no write transaction.
-        let ready = try writer.read { db in
-            try SyncLedger.isCurrent(db) && db.tableExists(OutboxTable.name) && PagingTable.exists(db) && migrator.hasCompletedMigrations(db)
+        let ready: Bool
+        do {
+            ready = try writer.read { db in
+                try SyncLedger.isCurrent(db) && db.tableExists(OutboxTable.name) && PagingTable.exists(db) && migrator.hasCompletedMigrations(db)
+            }
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR {
+            // Reading Depot's and GRDB's own tables fails only if their schema
+            // is not one either ever wrote ("no such column"): damage.
+            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "the store's own tables do not read: \(error.message ?? "")")
         }
         guard !ready else { return }
-        try writer.write { db in
-            try SyncLedger.createTable(db)
-            try OutboxTable.create(db)
-            try PagingTable.create(db)
+        // A migration writes into the file: first make sure it is sound. A
+        // schema that lost tables to damage would otherwise get empty new
+        // ones, and what the old ones held would be orphaned for good.
+        try writer.read { db in
+            guard try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") != 0 else { return }
+            let findings = try String.fetchAll(db, sql: "PRAGMA quick_check(20)")
+            guard findings == ["ok"] else {
+                throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: findings.prefix(3).joined(separator: "; "))
+            }
         }
-        try migrator.migrate(writer)
+        do {
+            try writer.write { db in
+                try SyncLedger.createTable(db)
+                try OutboxTable.create(db)
+                try PagingTable.create(db)
+            }
+            try migrator.migrate(writer)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR {
+            // The same migrations on an empty database tell a damaged file (its
+            // tables disagree with the migrations it records) from a bug in a
+            // migration, which fails there too.
+            let empty = try DatabaseQueue()
+            guard (try? migrator.migrate(empty)) != nil else { throw error }
+            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "the file's tables disagree with its migrations: \(error.message ?? "")")
+        }
         // The check above ran on a pool reader, which keeps the schema it read:
         // after a migration that rebuilds a table, its first `SELECT *` would
         // read the old column positions. Readers start afresh instead.

@@ -305,4 +305,63 @@ import Testing
             try await OutboxTests.quit(controller, outbox, closing: store)
         }
     }
+
+    // MARK: - Read-only
+
+    /// A cache on a read-only file system, without its `-wal` and `-shm`
+    /// (the case that failed with "unable to open database file"): it opens
+    /// read-only, shows what it holds, and refuses writes clearly.
+    @Test(.enabled(if: ReadOnlyMount.isAvailable, "needs root to bind-mount a folder read-only"))
+    func aCacheOnAReadOnlyFileSystemOpensReadOnly() async throws {
+        try await withSetup { setup in
+            try await setup.fill()
+            for companion in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: setup.path + companion) }
+            try await ReadOnlyMount.with(setup.folder) {
+                let store = try setup.store()
+                #expect(store.isReadOnly)
+                #expect(try await store.read { db in try Note.fetchCount(db) } == Self.noteCount)
+                #expect(try await store.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM depotOutbox") } == 1)
+                let error = await #expect(throws: DepotError.self) {
+                    try await store.insert(Note.make(1, from: 5_000, now: setup.date.now))
+                }
+                #expect(error?.code == .storage)
+                #expect((error?.underlying as? DatabaseError)?.resultCode == .SQLITE_READONLY)
+                try await store.close()
+            }
+            // Writable again: the next open is read-write, and nothing changed.
+            let store = try setup.store()
+            #expect(!store.isReadOnly)
+            #expect(try await store.read { db in try Note.fetchCount(db) } == Self.noteCount)
+            try await store.close()
+        }
+    }
+}
+
+/// A folder bind-mounted read-only onto itself for the length of a test.
+enum ReadOnlyMount {
+    static let isAvailable: Bool = {
+        guard getuid() == 0, let folder = try? temporaryFolder() else { return false }
+        defer { try? FileManager.default.removeItem(at: folder) }
+        guard run(["mount", "--bind", folder.path, folder.path]) else { return false }
+        return run(["umount", folder.path])
+    }()
+
+    static func with<T>(_ folder: URL, _ body: () async throws -> T) async throws -> T {
+        try #require(run(["mount", "--bind", folder.path, folder.path]))
+        defer { _ = run(["umount", folder.path]) }
+        try #require(run(["mount", "-o", "remount,ro,bind", folder.path]))
+        return try await body()
+    }
+
+    @discardableResult
+    private static func run(_ arguments: [String]) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
 }

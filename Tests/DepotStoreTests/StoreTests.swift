@@ -56,12 +56,14 @@ import Testing
         #expect(error?.description.contains("cannot create the database file") == true, "\(String(describing: error))")
     }
 
-    @Test func aFileThatIsNotADatabaseIsAStorageError() throws {
+    /// The default rebuilds such a file (see `StoreRecoveryTests`); an app
+    /// that chose to fail gets the error.
+    @Test func aFileThatIsNotADatabaseIsAStorageErrorWhenTheAppChoseToFail() throws {
         let file = FileManager.default.temporaryDirectory.appending(path: "not-a-database-\(UUID().uuidString).sqlite")
         try Data(repeating: 0x41, count: 4096).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         let error = #expect(throws: DepotError.self) {
-            try Store(path: file.path)
+            try Store(path: file.path, onCorruption: .fail)
         }
         #expect(error?.code == .storage)
     }

@@ -34,6 +34,8 @@ struct Salvage {
     private static let rowidColumn = "depot_salvage_rowid"
     /// The largest jump past a damaged page before reading gives up on a table.
     private static let longestSeek: Int64 = 1 << 40
+    /// The most reads of one table: enough to get past a few dozen damaged pages.
+    private static let maximumReads = 256
 
     /// What to salvage: the outbox, the rows each retention policy protects,
     /// and the app's precious rows; one target per table and predicate.
@@ -68,9 +70,13 @@ struct Salvage {
         // A `NULL` predicate counts as precious, as retention's `protecting` does.
         let filter = target.predicate.map { "coalesce((\($0)), 1)" } ?? "1"
         table.counted = try? Int.fetchOne(db, sql: "SELECT count(*) FROM \(name) WHERE \(filter)")
+        // A count that fails is damage the read may not meet.
+        if table.counted == nil { table.complete = false }
         var last: Int64?
         var seek: Int64 = 0
-        while seek <= longestSeek {
+        // A damaged b-tree may repeat rows or loop: each read must move past
+        // the last row, and a table gets a bounded number of reads.
+        for _ in 0..<maximumReads where seek <= longestSeek {
             let start = last.map { $0 + seek } ?? (seek == 0 ? nil : seek)
             var readAny = false
             do {
@@ -78,7 +84,11 @@ struct Salvage {
                     + (start == nil ? "" : " AND rowid > ?") + " ORDER BY rowid"
                 let rows = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(start.map { [$0] } ?? []))
                 while let row = try rows.next() {
-                    last = row[rowidColumn]
+                    let rowid: Int64 = row[rowidColumn]
+                    guard last.map({ rowid > $0 }) ?? true else {
+                        throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "rowid \(rowid) out of order")
+                    }
+                    last = rowid
                     readAny = true
                     table.rows.append(row.copy())
                 }
@@ -90,6 +100,7 @@ struct Salvage {
                 seek = readAny ? 1 : max(1, seek * 2)
             }
         }
+        table.complete = false
         return table
     }
 

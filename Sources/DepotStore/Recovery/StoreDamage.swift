@@ -5,16 +5,21 @@ import GRDB
 /// Recognizing a damaged database file, and getting what can be read out of it.
 enum StoreDamage {
     /// Whether `error` says the file is damaged: SQLite's `SQLITE_CORRUPT`
-    /// ("database disk image is malformed") or `SQLITE_NOTADB` ("file is
-    /// not a database"), including inside a `DepotError`.
+    /// ("database disk image is malformed"), `SQLITE_NOTADB` ("file is
+    /// not a database"), or "unsupported file format" (a header whose
+    /// format numbers no SQLite wrote), including inside a `DepotError`.
     static func isDamage(_ error: any Error) -> Bool {
         if let error = error as? DepotError, let underlying = error.underlying { return isDamage(underlying) }
         guard let error = error as? DatabaseError else { return false }
-        return error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB
+        switch error.resultCode {
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB: return true
+        case .SQLITE_ERROR: return error.message?.hasPrefix("unsupported file format") == true
+        default: return false
+        }
     }
 
     /// Whether `error` is an I/O error: the file may be damaged, which a
-    /// `quick_check` tells.
+    /// `integrity_check` tells.
     static func isIOError(_ error: any Error) -> Bool {
         if let error = error as? DepotError, let underlying = error.underlying { return isIOError(underlying) }
         return (error as? DatabaseError)?.resultCode == .SQLITE_IOERR

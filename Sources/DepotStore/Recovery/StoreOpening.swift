@@ -33,7 +33,7 @@ struct StoreOpening: Sendable {
 
     func openStore() throws(DepotError) -> Opened {
         do {
-            if !Self.isWritable(path) { return try openReadOnly() }
+            if FileManager.default.fileExists(atPath: path), !Self.isWritable(path) { return try openReadOnly() }
             return try openReadWrite()
         } catch let error where StoreDamage.isDamage(error) {
             guard onCorruption.precious != nil else {
@@ -92,13 +92,10 @@ struct StoreOpening: Sendable {
 
     // MARK: - Read-only
 
-    /// Whether the store can write `path`, and make its `-wal` and `-shm`
-    /// beside it if they are missing.
+    /// Whether the store can write the existing file at `path`, and make its
+    /// `-wal` and `-shm` beside it if they are missing.
     static func isWritable(_ path: String) -> Bool {
         let folder = (path as NSString).deletingLastPathComponent
-        guard FileManager.default.fileExists(atPath: path) else {
-            return access(folder.isEmpty ? "." : folder, W_OK) == 0
-        }
         guard access(path, W_OK) == 0 else { return false }
         if access(folder.isEmpty ? "." : folder, W_OK) == 0 { return true }
         let companions: [String] = [path + "-wal", path + "-shm"]
@@ -120,9 +117,11 @@ struct StoreOpening: Sendable {
         if case .immediateError = configuration.busyMode {
             configuration.busyMode = .timeout(Store.defaultBusyTimeout)
         }
-        var queue = try DatabaseQueue(path: path, configuration: configuration)
+        let queue: DatabaseQueue
         do {
-            try queue.read { db in _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
+            let plain = try DatabaseQueue(path: path, configuration: configuration)
+            try plain.read { db in _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
+            queue = plain
         } catch let error where (error as? DatabaseError)?.resultCode == .SQLITE_CANTOPEN {
             // A file in WAL mode whose `-shm` cannot be made (a read-only
             // folder): SQLite reads it as immutable, without the WAL index.
