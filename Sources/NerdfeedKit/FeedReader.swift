@@ -39,8 +39,11 @@ final class FeedReader: XMLStreamHandler {
         var mediaDescription: String?
         var podcastSummary: String?
         var podcastSubtitle: String?
-        var published: Date?
-        var updated: Date?
+        /// When it was published: RSS's `pubDate`, Atom's `published` or 0.3's
+        /// `issued` (rank 0), else 0.3's `created` (1), else Dublin Core's (2, 3).
+        var published = RankedField<Date>()
+        /// When it last changed: Atom's `updated` or 0.3's `modified`, else `dcterms:modified`.
+        var updated = RankedField<Date>()
     }
 
     private let baseURL: URL
@@ -242,14 +245,19 @@ final class FeedReader: XMLStreamHandler {
             if item?.content == nil, element.attributes["mode"] != "base64" { item?.content = nonEmpty(textValue(of: element, html: true)) }
         case "description" where ns == FeedNamespace.media:
             if item?.mediaDescription == nil { item?.mediaDescription = nonEmpty(textValue(of: element, html: element.attributes["type"] == "html")) }
-        case "pubDate" where FeedNamespace.rss.contains(ns), "date" where ns == FeedNamespace.dc,
-             "published" where FeedNamespace.atom.contains(ns), "issued" where FeedNamespace.atom.contains(ns),
-             "created" where FeedNamespace.atom.contains(ns), "issued" where ns == FeedNamespace.dcterms,
-             "created" where ns == FeedNamespace.dcterms:
-            if item?.published == nil { item?.published = FeedDate.parse(text) }
-        case "updated" where FeedNamespace.atom.contains(ns), "modified" where FeedNamespace.atom.contains(ns),
-             "modified" where ns == FeedNamespace.dcterms:
-            if item?.updated == nil { item?.updated = FeedDate.parse(text) }
+        case "pubDate" where FeedNamespace.rss.contains(ns), "published" where FeedNamespace.atom.contains(ns),
+             "issued" where FeedNamespace.atom.contains(ns):
+            item?.published.offer(FeedDate.parse(text), rank: 0)
+        case "created" where FeedNamespace.atom.contains(ns):
+            item?.published.offer(FeedDate.parse(text), rank: 1)
+        case "date" where ns == FeedNamespace.dc, "issued" where ns == FeedNamespace.dcterms:
+            item?.published.offer(FeedDate.parse(text), rank: 2)
+        case "created" where ns == FeedNamespace.dcterms:
+            item?.published.offer(FeedDate.parse(text), rank: 3)
+        case "updated" where FeedNamespace.atom.contains(ns), "modified" where FeedNamespace.atom.contains(ns):
+            item?.updated.offer(FeedDate.parse(text), rank: 0)
+        case "modified" where ns == FeedNamespace.dcterms:
+            item?.updated.offer(FeedDate.parse(text), rank: 1)
         default:
             break  // unknown extensions are ignored
         }
@@ -306,7 +314,7 @@ final class FeedReader: XMLStreamHandler {
             skippedItems += 1
             return
         }
-        let published = draft.published ?? draft.updated
+        let published = draft.published.value ?? draft.updated.value
         // The hash takes the title before breadcrumbs go: "Forum :: Topic :: Re: x" tells more posts apart than "Topic".
         let id = draft.guid ?? draft.atomID ?? draft.about ?? link
             ?? FeedIdentity.contentHash(title: fullTitle, published: published, summary: summary)
