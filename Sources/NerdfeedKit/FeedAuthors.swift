@@ -1,13 +1,14 @@
 import Foundation
 
 /// An item's authors as the feed gives them, in one form whatever the format:
-/// `Name <email>` when the feed gives both, else the name, else the email.
+/// `Name (email)` when the feed gives both, else the name, else the email.
 ///
-/// The form is the one mail uses (RFC 5322's name-addr), so it reads at once
-/// and stays one string in the cache:
-/// - Atom's `<name>Joe</name><email>joe@example.com</email>` gives `Joe <joe@example.com>`;
+/// The form is the one RSS 2.0's `author` and `managingEditor` use, turned
+/// name first, as a reader looks for the person before the address:
+/// - Atom's `<name>Joe</name><email>joe@example.com</email>` gives `Joe (joe@example.com)`;
 /// - RSS 2.0's `joe@example.com (Joe)`, the same person, gives the same;
-/// - anything else (`Joe`, `joe@example.com`, `Joe <joe@example.com>`, a
+/// - so does mail's `Joe <joe@example.com>` (or `"Joe" <joe@example.com>`);
+/// - anything else (`Joe`, `joe@example.com`, `Joe (the editor)`, a
 ///   `dc:creator` such as `The Editors`) is kept as given, whitespace collapsed.
 ///
 /// An item may name several authors, in elements of different kinds. The
@@ -21,7 +22,7 @@ import Foundation
 /// var authors = FeedAuthors()
 /// authors.add(FeedAuthors.rss("joe@example.com (Joe)"), kind: .rss)
 /// authors.add("Joe", kind: .dublinCore)   // another kind: ignored
-/// authors.joined                           // "Joe <joe@example.com>"
+/// authors.joined                           // "Joe (joe@example.com)"
 /// ```
 struct FeedAuthors {
     /// The element an author came from.
@@ -48,12 +49,12 @@ struct FeedAuthors {
         names.isEmpty ? nil : names.joined(separator: ", ")
     }
 
-    /// `Name <email>` from an Atom person's name and email; either alone as it is.
+    /// `Name (email)` from an Atom person's name and email; either alone as it is.
     static func atom(name: String?, email: String?) -> String? {
         let name = name.map(FeedText.collapsingWhitespace).flatMap { $0.isEmpty ? nil : $0 }
         let email = email.map(FeedText.collapsingWhitespace).flatMap { $0.isEmpty ? nil : $0 }
         switch (name, email) {
-        case let (name?, email?): return "\(name) <\(email)>"
+        case let (name?, email?): return "\(name) (\(email))"
         case let (name?, nil): return name
         case let (nil, email?): return email
         case (nil, nil): return nil
@@ -61,14 +62,26 @@ struct FeedAuthors {
     }
 
     /// An RSS author (`author`, `dc:creator`, `itunes:author`): RSS 2.0's
-    /// `email (Name)` becomes `Name <email>`; anything else stays as given.
+    /// `email (Name)` and mail's `Name <email>` become `Name (email)`; anything
+    /// else stays as given.
     static func rss(_ text: String) -> String {
         let text = FeedText.collapsingWhitespace(text)
-        guard text.hasSuffix(")"), let open = text.firstIndex(of: "(") else { return text }
-        let email = text[..<open].trimmingCharacters(in: .whitespaces)
-        let name = text[text.index(after: open)..<text.index(before: text.endIndex)].trimmingCharacters(in: .whitespaces)
-        // Only an address before the parentheses: "Joe (editor)" is a name with a remark.
-        guard !name.isEmpty, email.contains("@"), !email.contains(" ") else { return text }
-        return "\(name) <\(email)>"
+        if text.hasSuffix(")"), let open = text.firstIndex(of: "(") {
+            // Only an address before the parentheses: "Joe (editor)" is a name with a remark.
+            let email = text[..<open].trimmingCharacters(in: .whitespaces)
+            let name = text[text.index(after: open)..<text.index(before: text.endIndex)].trimmingCharacters(in: .whitespaces)
+            return isAddress(email) && !name.isEmpty ? "\(name) (\(email))" : text
+        }
+        if text.hasSuffix(">"), let open = text.lastIndex(of: "<") {
+            let email = text[text.index(after: open)..<text.index(before: text.endIndex)].trimmingCharacters(in: .whitespaces)
+            let name = text[..<open].trimmingCharacters(in: CharacterSet.whitespaces.union(["\""]))
+            return isAddress(email) ? atom(name: name, email: email) ?? text : text
+        }
+        return text
+    }
+
+    /// Whether `text` looks like a mail address: an `@` and no space.
+    private static func isAddress(_ text: String) -> Bool {
+        text.contains("@") && !text.contains(" ")
     }
 }

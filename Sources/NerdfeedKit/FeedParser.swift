@@ -43,7 +43,7 @@ public struct ParsedItem: Sendable, Hashable {
     /// The title: whitespace collapsed, entities decoded, markup removed, forum breadcrumbs removed.
     /// An item without one is titled by its summary's first 80 characters, or by its link.
     public var title: String
-    /// The author as the feed gives it, `Name <email>` when it gives both;
+    /// The author as the feed gives it, `Name (email)` when it gives both;
     /// several authors are joined with `", "`.
     public var author: String?
     /// The summary (or, failing that, the content) as plain text, if any.
