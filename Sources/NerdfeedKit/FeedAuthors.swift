@@ -11,23 +11,33 @@ import Foundation
 /// - anything else (`Joe`, `joe@example.com`, `Joe (the editor)`, a
 ///   `dc:creator` such as `The Editors`) is kept as given, whitespace collapsed.
 ///
-/// An item may name several authors, in elements of different kinds. The
-/// first kind it uses wins (an item with both `<author>` and `dc:creator`
-/// usually names one person twice), and the authors of that kind are joined
-/// with `", "`, at most ``mostAuthors`` of them.
+/// An item may name several authors, in elements of different kinds. One kind
+/// wins (an item with both `<author>` and `dc:creator` usually names one
+/// person twice): the format's own (RSS's or Atom's `author`) over
+/// `dc:creator` over `itunes:author`, whatever their order. The authors of
+/// that kind are joined with `", "`, at most ``mostAuthors`` of them.
 ///
 /// For example:
 ///
 /// ```swift
 /// var authors = FeedAuthors()
-/// authors.add(FeedAuthors.rss("joe@example.com (Joe)"), kind: .rss)
-/// authors.add("Joe", kind: .dublinCore)   // another kind: ignored
-/// authors.joined                           // "Joe (joe@example.com)"
+/// authors.add("Joe", kind: .dublinCore)
+/// authors.add(FeedAuthors.rss("joe@example.com (Joe)"), kind: .rss)   // the format's own: it wins
+/// authors.joined                                                       // "Joe (joe@example.com)"
 /// ```
 struct FeedAuthors {
     /// The element an author came from.
     enum Kind {
         case atom, rss, dublinCore, podcast
+
+        /// How the kind ranks, 0 the best: the format's own, then Dublin Core's, then iTunes'.
+        var rank: Int {
+            switch self {
+            case .atom, .rss: 0
+            case .dublinCore: 1
+            case .podcast: 2
+            }
+        }
     }
 
     /// The most authors kept for one item.
@@ -39,7 +49,11 @@ struct FeedAuthors {
     /// Adds an author found in an element of `kind`; `nil` or empty adds nothing.
     mutating func add(_ author: String?, kind: Kind) {
         guard let author, !author.isEmpty else { return }
-        if self.kind == nil { self.kind = kind }
+        // The first author of a better kind replaces those of a worse one.
+        if self.kind.map({ kind.rank < $0.rank }) ?? true {
+            self.kind = kind
+            names.removeAll()
+        }
         guard self.kind == kind, names.count < Self.mostAuthors, !names.contains(author) else { return }
         names.append(author)
     }

@@ -31,14 +31,13 @@ final class FeedReader: XMLStreamHandler {
         /// The Atom `id`, trimmed.
         var atomID: String?
         var about: String?
-        var title: String?
-        var fallbackTitle: String?
+        /// The format's own title, else `dc:title`, else `media:title` or `itunes:title`.
+        var title = RankedField<String>()
         var authors = FeedAuthors()
-        var summary: String?
-        var content: String?
-        var mediaDescription: String?
-        var podcastSummary: String?
-        var podcastSubtitle: String?
+        /// The summary, in this order: the format's own (RSS `description`,
+        /// Atom `summary`), `dc:description`, the content (`content:encoded`,
+        /// Atom `content`), `media:description`, `itunes:summary`, `itunes:subtitle`.
+        var summary = RankedField<String>()
         /// When it was published: RSS's `pubDate`, Atom's `published` or 0.3's
         /// `issued` (rank 0), else 0.3's `created` (1), else Dublin Core's (2, 3).
         var published = RankedField<Date>()
@@ -76,7 +75,9 @@ final class FeedReader: XMLStreamHandler {
     static let mostWaitingForAuthor = 10_000
 
     private(set) var sawFeedRoot = false
-    private(set) var feedTitle: String?
+    /// The channel's (or Atom feed's) title, else its `dc:title`.
+    private var channelTitle = RankedField<String>()
+    var feedTitle: String? { channelTitle.value }
     private(set) var deliveredItems = 0
     private(set) var skippedItems = 0
     private(set) var failure: DepotError?
@@ -202,7 +203,9 @@ final class FeedReader: XMLStreamHandler {
         switch (element.namespace, element.name) {
         case (let ns, "title") where parent.name == "channel" && FeedNamespace.rss.contains(ns),
              (let ns, "title") where parent.name == "feed" && FeedNamespace.atom.contains(ns):
-            feedTitle = nonEmpty(textValue(of: element, html: FeedNamespace.rss.contains(ns)))
+            channelTitle.offer(nonEmpty(textValue(of: element, html: FeedNamespace.rss.contains(ns))), rank: 0)
+        case (FeedNamespace.dc, "title") where parent.name == "channel" || parent.name == "feed":
+            channelTitle.offer(nonEmpty(FeedText.plainText(fromHTML: text)), rank: 1)
         default:
             break
         }
@@ -213,9 +216,11 @@ final class FeedReader: XMLStreamHandler {
         switch element.name {
         case "title" where FeedNamespace.rss.contains(ns) || FeedNamespace.atom.contains(ns):
             // RSS titles are often HTML-escaped twice ("AT&amp;amp;T"); Atom says what it holds.
-            item?.title = nonEmpty(textValue(of: element, html: FeedNamespace.rss.contains(ns)))
-        case "title" where ns == FeedNamespace.dc || ns == FeedNamespace.media || ns == FeedNamespace.itunes:
-            if item?.fallbackTitle == nil { item?.fallbackTitle = nonEmpty(FeedText.collapsingWhitespace(FeedText.decodingEntities(text))) }
+            item?.title.offer(nonEmpty(textValue(of: element, html: FeedNamespace.rss.contains(ns))), rank: 0)
+        case "title" where ns == FeedNamespace.dc:
+            item?.title.offer(nonEmpty(FeedText.collapsingWhitespace(FeedText.decodingEntities(text))), rank: 1)
+        case "title" where ns == FeedNamespace.media || ns == FeedNamespace.itunes:
+            item?.title.offer(nonEmpty(FeedText.collapsingWhitespace(FeedText.decodingEntities(text))), rank: 2)
         case "link" where FeedNamespace.rss.contains(ns):
             if item?.link == nil { item?.link = resolve(text, against: element.base) }
         case "guid" where FeedNamespace.rss.contains(ns):
@@ -235,16 +240,20 @@ final class FeedReader: XMLStreamHandler {
             item?.authors.add(FeedAuthors.rss(text), kind: .dublinCore)
         case "author" where ns == FeedNamespace.itunes:
             item?.authors.add(FeedAuthors.rss(text), kind: .podcast)
-        case "summary" where ns == FeedNamespace.itunes:
-            if item?.podcastSummary == nil { item?.podcastSummary = nonEmpty(FeedText.plainText(fromHTML: text)) }
-        case "subtitle" where ns == FeedNamespace.itunes:
-            if item?.podcastSubtitle == nil { item?.podcastSubtitle = nonEmpty(FeedText.plainText(fromHTML: text)) }
         case "description" where FeedNamespace.rss.contains(ns), "summary" where FeedNamespace.atom.contains(ns):
-            if item?.summary == nil { item?.summary = nonEmpty(textValue(of: element, html: true)) }
+            item?.summary.offer(nonEmpty(textValue(of: element, html: true)), rank: 0)
+        case "description" where ns == FeedNamespace.dc:
+            // Plain text by Dublin Core's word, escaped HTML in the wild, as RSS's.
+            item?.summary.offer(nonEmpty(FeedText.plainText(fromHTML: text)), rank: 1)
         case "encoded" where ns == FeedNamespace.content, "content" where FeedNamespace.atom.contains(ns):
-            if item?.content == nil, element.attributes["mode"] != "base64" { item?.content = nonEmpty(textValue(of: element, html: true)) }
+            guard element.attributes["mode"] != "base64" else { break }
+            item?.summary.offer(nonEmpty(textValue(of: element, html: true)), rank: 2)
         case "description" where ns == FeedNamespace.media:
-            if item?.mediaDescription == nil { item?.mediaDescription = nonEmpty(textValue(of: element, html: element.attributes["type"] == "html")) }
+            item?.summary.offer(nonEmpty(textValue(of: element, html: element.attributes["type"] == "html")), rank: 3)
+        case "summary" where ns == FeedNamespace.itunes:
+            item?.summary.offer(nonEmpty(FeedText.plainText(fromHTML: text)), rank: 4)
+        case "subtitle" where ns == FeedNamespace.itunes:
+            item?.summary.offer(nonEmpty(FeedText.plainText(fromHTML: text)), rank: 5)
         case "pubDate" where FeedNamespace.rss.contains(ns), "published" where FeedNamespace.atom.contains(ns),
              "issued" where FeedNamespace.atom.contains(ns):
             item?.published.offer(FeedDate.parse(text), rank: 0)
@@ -308,9 +317,9 @@ final class FeedReader: XMLStreamHandler {
         item = nil
         guard deliveryError == nil else { return }  // stopped: the parser may still call back
         let link = draft.link ?? draft.alternateLink ?? draft.permalinkGUID ?? draft.about
-        let summary = draft.summary ?? draft.content ?? draft.mediaDescription ?? draft.podcastSummary ?? draft.podcastSubtitle
+        let summary = draft.summary.value
         // An item with nothing to show (no title, no summary, no link) is not kept.
-        guard let fullTitle = draft.title ?? draft.fallbackTitle ?? summary.map({ String($0.prefix(80)) }) ?? link else {
+        guard let fullTitle = draft.title.value ?? summary.map({ String($0.prefix(80)) }) ?? link else {
             skippedItems += 1
             return
         }

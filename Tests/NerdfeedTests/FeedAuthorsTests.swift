@@ -15,9 +15,10 @@ import Testing
         ("<dc:creator>The Editors</dc:creator>", "The Editors"),
         ("<dc:creator>Ann</dc:creator><dc:creator>Bob</dc:creator><dc:creator>Ann</dc:creator>", "Ann, Bob"),
         ("<itunes:author>Ann Example</itunes:author>", "Ann Example"),
-        // Two kinds: the first one the item uses wins
+        // Two kinds: RSS's own wins, then Dublin Core's, whatever their order
         ("<author>joe@example.com (Joe)</author><dc:creator>Joe</dc:creator>", "Joe (joe@example.com)"),
-        ("<dc:creator>Joe</dc:creator><author>joe@example.com (Joe)</author>", "Joe"),
+        ("<dc:creator>Joe</dc:creator><author>joe@example.com (Joe)</author>", "Joe (joe@example.com)"),
+        ("<itunes:author>Pod</itunes:author><dc:creator>Ann</dc:creator><dc:creator>Bob</dc:creator>", "Ann, Bob"),
     ])
     func rssAuthors(_ fields: String, _ expected: String) throws {
         let item = try #require(parse(rss("<item><title>x</title>\(fields)</item>")).items.first)
