@@ -95,8 +95,13 @@ final class FeedReader: XMLStreamHandler {
 
     func startElement(_ name: XMLStream.Name, attributes: [String: String], stream: XMLStream) {
         let (namespace, localName) = Self.resolve(name)
+        if markupDepth == nil, let field = stack.last, Self.holdsText(field) {
+            // An element inside a text field is markup in its text: Atom's xhtml
+            // div or 0.3's xml mode, or tags a feed did not escape.
+            markupDepth = stack.count
+        }
         if markupDepth != nil {
-            // Inside xhtml content: keep the text; a tag separates words, unless inline.
+            // Inside markup: keep the text; a tag separates words, unless inline.
             if !FeedText.isInline(localName) { text += " " }
             stack.append(Element(namespace: namespace, name: localName, attributes: [:], base: stack.last?.base ?? baseURL))
             return
@@ -128,21 +133,31 @@ final class FeedReader: XMLStreamHandler {
         } else if atomElement, localName == "author" {
             personName = nil
             personEmail = nil
-        } else if atomElement, Self.holdsMarkup(localName, attributes: attributes) {
-            markupDepth = stack.count
         }
     }
 
-    /// Whether an Atom text construct or content holds markup as child
-    /// elements (Atom 1.0's `type="xhtml"` or an XML media type on `content`;
-    /// Atom 0.3's `mode="xml"`), whose text is read with the tags as spaces
-    /// (but for inline ones, see ``FeedText/isInline(_:)``).
-    private static func holdsMarkup(_ name: String, attributes: [String: String]) -> Bool {
-        guard name == "content" || name == "summary" || name == "title" else { return false }
-        // Atom 0.3 says how the content is encoded (its default, "xml", holds plain text just as well).
-        if let mode = attributes["mode"] { return mode == "xml" }
-        let type = (attributes["type"] ?? "").lowercased()
-        return type == "xhtml" || (name == "content" && (type.hasSuffix("+xml") || type.hasSuffix("/xml")))
+    /// Whether `element` is a text field, whose child elements are markup
+    /// (Atom 1.0's `type="xhtml"` div, an XML media type on `content`, Atom
+    /// 0.3's `mode="xml"`, its default; tags an RSS feed wrote unescaped) and
+    /// whose text is read with the tags as spaces (but for inline ones, see
+    /// ``FeedText/isInline(_:)``), whatever its type says.
+    private static func holdsText(_ element: Element) -> Bool {
+        let ns = element.namespace
+        switch element.name {
+        case "title":
+            return FeedNamespace.rss.contains(ns) || FeedNamespace.atom.contains(ns)
+                || ns == FeedNamespace.dc || ns == FeedNamespace.media || ns == FeedNamespace.itunes
+        case "description":
+            return FeedNamespace.rss.contains(ns) || ns == FeedNamespace.dc || ns == FeedNamespace.media
+        case "summary", "subtitle":
+            return FeedNamespace.atom.contains(ns) || ns == FeedNamespace.itunes
+        case "content":
+            return FeedNamespace.atom.contains(ns)
+        case "encoded":
+            return ns == FeedNamespace.content
+        default:
+            return false
+        }
     }
 
     /// An entity the document does not declare: an HTML one joins the text as
