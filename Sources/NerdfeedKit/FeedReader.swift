@@ -95,7 +95,7 @@ final class FeedReader: XMLStreamHandler {
 
     func startElement(_ name: XMLStream.Name, attributes: [String: String], stream: XMLStream) {
         let (namespace, localName) = Self.resolve(name)
-        if markupDepth == nil, let field = stack.last, Self.holdsText(field) {
+        if markupDepth == nil, let field = stack.last, Self.holdsText(namespace: field.namespace, name: field.name) {
             // An element inside a text field is markup in its text: Atom's xhtml
             // div or 0.3's xml mode, or tags a feed did not escape.
             markupDepth = stack.count
@@ -111,7 +111,7 @@ final class FeedReader: XMLStreamHandler {
             base = url.absoluteURL
         }
         if stack.isEmpty {
-            guard isFeedRoot(namespace: namespace, name: localName) else {
+            guard Self.isFeedRoot(namespace: namespace, name: localName) else {
                 failure = FeedParseFailure.error("not an RSS or Atom feed: the root element is <\(name.qualified)>")
                 stream.stop()
                 return
@@ -123,7 +123,7 @@ final class FeedReader: XMLStreamHandler {
         text = ""
         guard sourceDepth == nil else { return }
         let atomElement = FeedNamespace.atom.contains(namespace)
-        if isItem(namespace: namespace, name: localName) {
+        if Self.isItem(namespace: namespace, name: localName) {
             item = ItemDraft()
             item?.about = (attributes["rdf:about"] ?? attributes["about"]).flatMap { resolve($0, against: base) }
         } else if item != nil, atomElement, localName == "source" {
@@ -133,30 +133,6 @@ final class FeedReader: XMLStreamHandler {
         } else if atomElement, localName == "author" {
             personName = nil
             personEmail = nil
-        }
-    }
-
-    /// Whether `element` is a text field, whose child elements are markup
-    /// (Atom 1.0's `type="xhtml"` div, an XML media type on `content`, Atom
-    /// 0.3's `mode="xml"`, its default; tags an RSS feed wrote unescaped) and
-    /// whose text is read with the tags as spaces (but for inline ones, see
-    /// ``FeedText/isInline(_:)``), whatever its type says.
-    private static func holdsText(_ element: Element) -> Bool {
-        let ns = element.namespace
-        switch element.name {
-        case "title":
-            return FeedNamespace.rss.contains(ns) || FeedNamespace.atom.contains(ns)
-                || ns == FeedNamespace.dc || ns == FeedNamespace.media || ns == FeedNamespace.itunes
-        case "description":
-            return FeedNamespace.rss.contains(ns) || ns == FeedNamespace.dc || ns == FeedNamespace.media
-        case "summary", "subtitle":
-            return FeedNamespace.atom.contains(ns) || ns == FeedNamespace.itunes
-        case "content":
-            return FeedNamespace.atom.contains(ns)
-        case "encoded":
-            return ns == FeedNamespace.content
-        default:
-            return false
         }
     }
 
@@ -189,7 +165,7 @@ final class FeedReader: XMLStreamHandler {
             return
         }
         let parent = stack.last
-        if isItem(namespace: element.namespace, name: element.name) {
+        if Self.isItem(namespace: element.namespace, name: element.name) {
             finishItem(stream)
             return
         }
@@ -202,16 +178,6 @@ final class FeedReader: XMLStreamHandler {
     }
 
     // MARK: - Elements
-
-    private func isFeedRoot(namespace: String, name: String) -> Bool {
-        (name == "rss" && FeedNamespace.rss.contains(namespace))
-            || (name == "RDF" && namespace == FeedNamespace.rdf)
-            || (name == "feed" && FeedNamespace.atom.contains(namespace))
-    }
-
-    private func isItem(namespace: String, name: String) -> Bool {
-        (name == "item" && FeedNamespace.rss.contains(namespace)) || (name == "entry" && FeedNamespace.atom.contains(namespace))
-    }
 
     private func noteFeedLevel(_ element: Element, parent: Element?) {
         guard let parent else { return }
@@ -396,7 +362,7 @@ final class FeedReader: XMLStreamHandler {
         let isHTML: Bool
         if FeedNamespace.atom.contains(element.namespace) {
             // Atom 1.0: text | html | xhtml, or a media type on content (XML
-            // types are read as markup, see holdsMarkup). Atom 0.3: a media
+            // types are read as markup, see holdsText(namespace:name:)). Atom 0.3: a media
             // type, text/plain by default, and a mode: escaped content is taken
             // for HTML unless its type says plain text.
             isHTML = type == "html" || type.hasPrefix("text/html")
@@ -419,14 +385,5 @@ final class FeedReader: XMLStreamHandler {
         guard !trimmed.isEmpty else { return nil }
         guard let url = URL(string: trimmed, relativeTo: base)?.absoluteURL, url.scheme != nil else { return nil }
         return url.absoluteString
-    }
-
-    /// The namespace and local name of an element, also when the namespace was
-    /// not declared (`dc:creator` with no `xmlns:dc` still means Dublin Core;
-    /// libxml2 reports the missing declaration as an error all the same).
-    static func resolve(_ name: XMLStream.Name) -> (namespace: String, name: String) {
-        if !name.namespace.isEmpty { return (name.namespace, name.localName) }
-        guard let prefix = name.prefix else { return ("", name.localName) }
-        return (FeedNamespace.wellKnownPrefixes[prefix] ?? "undeclared:" + prefix, name.localName)
     }
 }
