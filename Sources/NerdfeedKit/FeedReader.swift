@@ -227,7 +227,6 @@ final class FeedReader: XMLStreamHandler {
             // Plain text by Dublin Core's word, escaped HTML in the wild, as RSS's.
             item?.summary.offer(nonEmpty(FeedText.plainText(fromHTML: text)), rank: 1)
         case "encoded" where ns == FeedNamespace.content, "content" where FeedNamespace.atom.contains(ns):
-            guard element.attributes["mode"] != "base64" else { break }
             item?.summary.offer(nonEmpty(textValue(of: element, html: true)), rank: 2)
         case "description" where ns == FeedNamespace.media:
             item?.summary.offer(nonEmpty(textValue(of: element, html: element.attributes["type"] == "html")), rank: 3)
@@ -356,21 +355,14 @@ final class FeedReader: XMLStreamHandler {
 
     // MARK: - Text
 
-    /// The element's text: HTML when the feed says so (or RSS, which never says), else plain.
+    /// The element's text: as its type and mode say for Atom (see
+    /// ``FeedText/atomText(_:type:mode:)``); else HTML when `html` (RSS, which
+    /// never says), else plain.
     private func textValue(of element: Element, html: Bool) -> String {
-        let type = (element.attributes["type"] ?? "").lowercased()
-        let isHTML: Bool
         if FeedNamespace.atom.contains(element.namespace) {
-            // Atom 1.0: text | html | xhtml, or a media type on content (XML
-            // types are read as markup, see holdsText(namespace:name:)). Atom 0.3: a media
-            // type, text/plain by default, and a mode: escaped content is taken
-            // for HTML unless its type says plain text.
-            isHTML = type == "html" || type.hasPrefix("text/html")
-                || (element.attributes["mode"] == "escaped" && !type.hasPrefix("text/plain"))
-        } else {
-            isHTML = html
+            return FeedText.atomText(text, type: element.attributes["type"], mode: element.attributes["mode"])
         }
-        return isHTML ? FeedText.plainText(fromHTML: text) : FeedText.collapsingWhitespace(text)
+        return html ? FeedText.plainText(fromHTML: text) : FeedText.collapsingWhitespace(text)
     }
 
     private func nonEmpty(_ text: String?) -> String? {
