@@ -29,7 +29,7 @@ public struct FeedItem: Codable, Hashable, Sendable, Identifiable, FetchableReco
     public var link: String?
     /// The title, cleaned for display.
     public var title: String
-    /// The author as the feed gives it (`Name <email>` when it gives both), if it does.
+    /// The author as the feed gives it (`Name (email)` when it gives both), if it does.
     public var author: String?
     /// The summary as plain text, if any.
     public var summary: String?

@@ -43,7 +43,7 @@ public struct ParsedItem: Sendable, Hashable {
     /// The title: whitespace collapsed, entities decoded, markup removed, forum breadcrumbs removed.
     /// An item without one is titled by its summary's first 80 characters, or by its link.
     public var title: String
-    /// The author as the feed gives it, `Name <email>` when it gives both;
+    /// The author as the feed gives it, `Name (email)` when it gives both;
     /// several authors are joined with `", "`.
     public var author: String?
     /// The summary (or, failing that, the content) as plain text, if any.
@@ -81,14 +81,17 @@ public struct ParsedItem: Sendable, Hashable {
 /// as values all at once (``FetchForumFeed`` merges each batch as it comes).
 ///
 /// What it copes with: titles and summaries in every encoding feeds use (RSS
-/// text with entities or markup, Atom `type="text"`, `"html"` and `"xhtml"`,
-/// Atom 0.3's `mode`, CDATA, and the HTML entities RSS 0.91's DTD declares
-/// written bare), all turned into plain text; namespaced
-/// extensions (`dc:creator`, `dc:date`, `content:encoded`, `media:title`,
-/// `media:description`, `itunes:author`, `itunes:summary`; unknown ones are
-/// ignored); RFC 822 and ISO 8601 / W3C-DTF dates in their loose real-world
-/// forms (unreadable dates become `nil`); links relative to the feed's URL or an
-/// `xml:base`; items whose only link is a permalink `guid` or an `rdf:about`.
+/// text with entities or markup, escaped or written as elements; Atom
+/// `type="text"`, `"html"` and `"xhtml"`; Atom 0.3's `mode`, `base64` among
+/// them; CDATA; and the HTML entities RSS 0.91's DTD declares written bare),
+/// all turned into plain text; namespaced extensions (`dc:title`,
+/// `dc:description`, `dc:creator`, `dc:date`, `content:encoded`,
+/// `media:title`, `media:description`, `itunes:author`, `itunes:summary`;
+/// unknown ones are ignored), where the format's own element wins over an
+/// extension's whatever their order; RFC 822 and ISO 8601 / W3C-DTF dates in
+/// their loose real-world forms (unreadable dates become `nil`); links
+/// relative to the feed's URL or an `xml:base`; items whose only link is a
+/// permalink `guid` or an `rdf:about`.
 /// Items without a link are kept: see ``ParsedItem/id`` for how each is known.
 /// Only items with nothing to show (no title, summary or link) are skipped and
 /// counted in ``ParsedFeed/skippedItems``. Documents of any size up to the

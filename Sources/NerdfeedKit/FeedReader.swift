@@ -31,16 +31,18 @@ final class FeedReader: XMLStreamHandler {
         /// The Atom `id`, trimmed.
         var atomID: String?
         var about: String?
-        var title: String?
-        var fallbackTitle: String?
+        /// The format's own title, else `dc:title`, else `media:title` or `itunes:title`.
+        var title = RankedField<String>()
         var authors = FeedAuthors()
-        var summary: String?
-        var content: String?
-        var mediaDescription: String?
-        var podcastSummary: String?
-        var podcastSubtitle: String?
-        var published: Date?
-        var updated: Date?
+        /// The summary, in this order: the format's own (RSS `description`,
+        /// Atom `summary`), `dc:description`, the content (`content:encoded`,
+        /// Atom `content`), `media:description`, `itunes:summary`, `itunes:subtitle`.
+        var summary = RankedField<String>()
+        /// When it was published: RSS's `pubDate`, Atom's `published` or 0.3's
+        /// `issued` (rank 0), else 0.3's `created` (1), else Dublin Core's (2, 3).
+        var published = RankedField<Date>()
+        /// When it last changed: Atom's `updated` or 0.3's `modified`, else `dcterms:modified`.
+        var updated = RankedField<Date>()
     }
 
     private let baseURL: URL
@@ -73,7 +75,9 @@ final class FeedReader: XMLStreamHandler {
     static let mostWaitingForAuthor = 10_000
 
     private(set) var sawFeedRoot = false
-    private(set) var feedTitle: String?
+    /// The channel's (or Atom feed's) title, else its `dc:title`.
+    private var channelTitle = RankedField<String>()
+    var feedTitle: String? { channelTitle.value }
     private(set) var deliveredItems = 0
     private(set) var skippedItems = 0
     private(set) var failure: DepotError?
@@ -91,8 +95,13 @@ final class FeedReader: XMLStreamHandler {
 
     func startElement(_ name: XMLStream.Name, attributes: [String: String], stream: XMLStream) {
         let (namespace, localName) = Self.resolve(name)
+        if markupDepth == nil, let field = stack.last, Self.holdsText(namespace: field.namespace, name: field.name) {
+            // An element inside a text field is markup in its text: Atom's xhtml
+            // div or 0.3's xml mode, or tags a feed did not escape.
+            markupDepth = stack.count
+        }
         if markupDepth != nil {
-            // Inside xhtml content: keep the text; a tag separates words, unless inline.
+            // Inside markup: keep the text; a tag separates words, unless inline.
             if !FeedText.isInline(localName) { text += " " }
             stack.append(Element(namespace: namespace, name: localName, attributes: [:], base: stack.last?.base ?? baseURL))
             return
@@ -102,7 +111,7 @@ final class FeedReader: XMLStreamHandler {
             base = url.absoluteURL
         }
         if stack.isEmpty {
-            guard isFeedRoot(namespace: namespace, name: localName) else {
+            guard Self.isFeedRoot(namespace: namespace, name: localName) else {
                 failure = FeedParseFailure.error("not an RSS or Atom feed: the root element is <\(name.qualified)>")
                 stream.stop()
                 return
@@ -114,7 +123,7 @@ final class FeedReader: XMLStreamHandler {
         text = ""
         guard sourceDepth == nil else { return }
         let atomElement = FeedNamespace.atom.contains(namespace)
-        if isItem(namespace: namespace, name: localName) {
+        if Self.isItem(namespace: namespace, name: localName) {
             item = ItemDraft()
             item?.about = (attributes["rdf:about"] ?? attributes["about"]).flatMap { resolve($0, against: base) }
         } else if item != nil, atomElement, localName == "source" {
@@ -124,21 +133,7 @@ final class FeedReader: XMLStreamHandler {
         } else if atomElement, localName == "author" {
             personName = nil
             personEmail = nil
-        } else if atomElement, Self.holdsMarkup(localName, attributes: attributes) {
-            markupDepth = stack.count
         }
-    }
-
-    /// Whether an Atom text construct or content holds markup as child
-    /// elements (Atom 1.0's `type="xhtml"` or an XML media type on `content`;
-    /// Atom 0.3's `mode="xml"`), whose text is read with the tags as spaces
-    /// (but for inline ones, see ``FeedText/isInline(_:)``).
-    private static func holdsMarkup(_ name: String, attributes: [String: String]) -> Bool {
-        guard name == "content" || name == "summary" || name == "title" else { return false }
-        // Atom 0.3 says how the content is encoded (its default, "xml", holds plain text just as well).
-        if let mode = attributes["mode"] { return mode == "xml" }
-        let type = (attributes["type"] ?? "").lowercased()
-        return type == "xhtml" || (name == "content" && (type.hasSuffix("+xml") || type.hasSuffix("/xml")))
     }
 
     /// An entity the document does not declare: an HTML one joins the text as
@@ -170,7 +165,7 @@ final class FeedReader: XMLStreamHandler {
             return
         }
         let parent = stack.last
-        if isItem(namespace: element.namespace, name: element.name) {
+        if Self.isItem(namespace: element.namespace, name: element.name) {
             finishItem(stream)
             return
         }
@@ -184,22 +179,14 @@ final class FeedReader: XMLStreamHandler {
 
     // MARK: - Elements
 
-    private func isFeedRoot(namespace: String, name: String) -> Bool {
-        (name == "rss" && FeedNamespace.rss.contains(namespace))
-            || (name == "RDF" && namespace == FeedNamespace.rdf)
-            || (name == "feed" && FeedNamespace.atom.contains(namespace))
-    }
-
-    private func isItem(namespace: String, name: String) -> Bool {
-        (name == "item" && FeedNamespace.rss.contains(namespace)) || (name == "entry" && FeedNamespace.atom.contains(namespace))
-    }
-
     private func noteFeedLevel(_ element: Element, parent: Element?) {
         guard let parent else { return }
         switch (element.namespace, element.name) {
         case (let ns, "title") where parent.name == "channel" && FeedNamespace.rss.contains(ns),
              (let ns, "title") where parent.name == "feed" && FeedNamespace.atom.contains(ns):
-            feedTitle = nonEmpty(textValue(of: element, html: FeedNamespace.rss.contains(ns)))
+            channelTitle.offer(nonEmpty(textValue(of: element, html: FeedNamespace.rss.contains(ns))), rank: 0)
+        case (FeedNamespace.dc, "title") where parent.name == "channel" || parent.name == "feed":
+            channelTitle.offer(nonEmpty(FeedText.plainText(fromHTML: text)), rank: 1)
         default:
             break
         }
@@ -210,9 +197,11 @@ final class FeedReader: XMLStreamHandler {
         switch element.name {
         case "title" where FeedNamespace.rss.contains(ns) || FeedNamespace.atom.contains(ns):
             // RSS titles are often HTML-escaped twice ("AT&amp;amp;T"); Atom says what it holds.
-            item?.title = nonEmpty(textValue(of: element, html: FeedNamespace.rss.contains(ns)))
-        case "title" where ns == FeedNamespace.dc || ns == FeedNamespace.media || ns == FeedNamespace.itunes:
-            if item?.fallbackTitle == nil { item?.fallbackTitle = nonEmpty(FeedText.collapsingWhitespace(FeedText.decodingEntities(text))) }
+            item?.title.offer(nonEmpty(textValue(of: element, html: FeedNamespace.rss.contains(ns))), rank: 0)
+        case "title" where ns == FeedNamespace.dc:
+            item?.title.offer(nonEmpty(FeedText.collapsingWhitespace(FeedText.decodingEntities(text))), rank: 1)
+        case "title" where ns == FeedNamespace.media || ns == FeedNamespace.itunes:
+            item?.title.offer(nonEmpty(FeedText.collapsingWhitespace(FeedText.decodingEntities(text))), rank: 2)
         case "link" where FeedNamespace.rss.contains(ns):
             if item?.link == nil { item?.link = resolve(text, against: element.base) }
         case "guid" where FeedNamespace.rss.contains(ns):
@@ -232,24 +221,32 @@ final class FeedReader: XMLStreamHandler {
             item?.authors.add(FeedAuthors.rss(text), kind: .dublinCore)
         case "author" where ns == FeedNamespace.itunes:
             item?.authors.add(FeedAuthors.rss(text), kind: .podcast)
-        case "summary" where ns == FeedNamespace.itunes:
-            if item?.podcastSummary == nil { item?.podcastSummary = nonEmpty(FeedText.plainText(fromHTML: text)) }
-        case "subtitle" where ns == FeedNamespace.itunes:
-            if item?.podcastSubtitle == nil { item?.podcastSubtitle = nonEmpty(FeedText.plainText(fromHTML: text)) }
         case "description" where FeedNamespace.rss.contains(ns), "summary" where FeedNamespace.atom.contains(ns):
-            if item?.summary == nil { item?.summary = nonEmpty(textValue(of: element, html: true)) }
+            item?.summary.offer(nonEmpty(textValue(of: element, html: true)), rank: 0)
+        case "description" where ns == FeedNamespace.dc:
+            // Plain text by Dublin Core's word, escaped HTML in the wild, as RSS's.
+            item?.summary.offer(nonEmpty(FeedText.plainText(fromHTML: text)), rank: 1)
         case "encoded" where ns == FeedNamespace.content, "content" where FeedNamespace.atom.contains(ns):
-            if item?.content == nil, element.attributes["mode"] != "base64" { item?.content = nonEmpty(textValue(of: element, html: true)) }
+            item?.summary.offer(nonEmpty(textValue(of: element, html: true)), rank: 2)
         case "description" where ns == FeedNamespace.media:
-            if item?.mediaDescription == nil { item?.mediaDescription = nonEmpty(textValue(of: element, html: element.attributes["type"] == "html")) }
-        case "pubDate" where FeedNamespace.rss.contains(ns), "date" where ns == FeedNamespace.dc,
-             "published" where FeedNamespace.atom.contains(ns), "issued" where FeedNamespace.atom.contains(ns),
-             "created" where FeedNamespace.atom.contains(ns), "issued" where ns == FeedNamespace.dcterms,
-             "created" where ns == FeedNamespace.dcterms:
-            if item?.published == nil { item?.published = FeedDate.parse(text) }
-        case "updated" where FeedNamespace.atom.contains(ns), "modified" where FeedNamespace.atom.contains(ns),
-             "modified" where ns == FeedNamespace.dcterms:
-            if item?.updated == nil { item?.updated = FeedDate.parse(text) }
+            item?.summary.offer(nonEmpty(textValue(of: element, html: element.attributes["type"] == "html")), rank: 3)
+        case "summary" where ns == FeedNamespace.itunes:
+            item?.summary.offer(nonEmpty(FeedText.plainText(fromHTML: text)), rank: 4)
+        case "subtitle" where ns == FeedNamespace.itunes:
+            item?.summary.offer(nonEmpty(FeedText.plainText(fromHTML: text)), rank: 5)
+        case "pubDate" where FeedNamespace.rss.contains(ns), "published" where FeedNamespace.atom.contains(ns),
+             "issued" where FeedNamespace.atom.contains(ns):
+            item?.published.offer(FeedDate.parse(text), rank: 0)
+        case "created" where FeedNamespace.atom.contains(ns):
+            item?.published.offer(FeedDate.parse(text), rank: 1)
+        case "date" where ns == FeedNamespace.dc, "issued" where ns == FeedNamespace.dcterms:
+            item?.published.offer(FeedDate.parse(text), rank: 2)
+        case "created" where ns == FeedNamespace.dcterms:
+            item?.published.offer(FeedDate.parse(text), rank: 3)
+        case "updated" where FeedNamespace.atom.contains(ns), "modified" where FeedNamespace.atom.contains(ns):
+            item?.updated.offer(FeedDate.parse(text), rank: 0)
+        case "modified" where ns == FeedNamespace.dcterms:
+            item?.updated.offer(FeedDate.parse(text), rank: 1)
         default:
             break  // unknown extensions are ignored
         }
@@ -300,13 +297,13 @@ final class FeedReader: XMLStreamHandler {
         item = nil
         guard deliveryError == nil else { return }  // stopped: the parser may still call back
         let link = draft.link ?? draft.alternateLink ?? draft.permalinkGUID ?? draft.about
-        let summary = draft.summary ?? draft.content ?? draft.mediaDescription ?? draft.podcastSummary ?? draft.podcastSubtitle
+        let summary = draft.summary.value
         // An item with nothing to show (no title, no summary, no link) is not kept.
-        guard let fullTitle = draft.title ?? draft.fallbackTitle ?? summary.map({ String($0.prefix(80)) }) ?? link else {
+        guard let fullTitle = draft.title.value ?? summary.map({ String($0.prefix(80)) }) ?? link else {
             skippedItems += 1
             return
         }
-        let published = draft.published ?? draft.updated
+        let published = draft.published.value ?? draft.updated.value
         // The hash takes the title before breadcrumbs go: "Forum :: Topic :: Re: x" tells more posts apart than "Topic".
         let id = draft.guid ?? draft.atomID ?? draft.about ?? link
             ?? FeedIdentity.contentHash(title: fullTitle, published: published, summary: summary)
@@ -358,21 +355,14 @@ final class FeedReader: XMLStreamHandler {
 
     // MARK: - Text
 
-    /// The element's text: HTML when the feed says so (or RSS, which never says), else plain.
+    /// The element's text: as its type and mode say for Atom (see
+    /// ``FeedText/atomText(_:type:mode:)``); else HTML when `html` (RSS, which
+    /// never says), else plain.
     private func textValue(of element: Element, html: Bool) -> String {
-        let type = (element.attributes["type"] ?? "").lowercased()
-        let isHTML: Bool
         if FeedNamespace.atom.contains(element.namespace) {
-            // Atom 1.0: text | html | xhtml, or a media type on content (XML
-            // types are read as markup, see holdsMarkup). Atom 0.3: a media
-            // type, text/plain by default, and a mode: escaped content is taken
-            // for HTML unless its type says plain text.
-            isHTML = type == "html" || type.hasPrefix("text/html")
-                || (element.attributes["mode"] == "escaped" && !type.hasPrefix("text/plain"))
-        } else {
-            isHTML = html
+            return FeedText.atomText(text, type: element.attributes["type"], mode: element.attributes["mode"])
         }
-        return isHTML ? FeedText.plainText(fromHTML: text) : FeedText.collapsingWhitespace(text)
+        return html ? FeedText.plainText(fromHTML: text) : FeedText.collapsingWhitespace(text)
     }
 
     private func nonEmpty(_ text: String?) -> String? {
@@ -387,14 +377,5 @@ final class FeedReader: XMLStreamHandler {
         guard !trimmed.isEmpty else { return nil }
         guard let url = URL(string: trimmed, relativeTo: base)?.absoluteURL, url.scheme != nil else { return nil }
         return url.absoluteString
-    }
-
-    /// The namespace and local name of an element, also when the namespace was
-    /// not declared (`dc:creator` with no `xmlns:dc` still means Dublin Core;
-    /// libxml2 reports the missing declaration as an error all the same).
-    static func resolve(_ name: XMLStream.Name) -> (namespace: String, name: String) {
-        if !name.namespace.isEmpty { return (name.namespace, name.localName) }
-        guard let prefix = name.prefix else { return ("", name.localName) }
-        return (FeedNamespace.wellKnownPrefixes[prefix] ?? "undeclared:" + prefix, name.localName)
     }
 }

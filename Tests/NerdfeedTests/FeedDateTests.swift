@@ -4,6 +4,20 @@ import Testing
 
 /// The dates feeds write: RFC 822 with its real-world variants, and ISO 8601 / W3C-DTF.
 @Suite struct FeedDateTests {
+    @Test func atom03EntriesAreDatedByIssuedElseCreatedElseModified() throws {
+        let feed = try FeedParser.parse(try fixtureData("atom03-dates.xml"), baseURL: URL(string: "http://dates.example.net/atom.xml")!)
+
+        #expect(feed.items.map(\.published) == [
+            utc("2004-04-01T13:00:00Z"),  // issued, its offset applied
+            utc("2004-04-02T10:00:00Z"),  // modified alone
+            utc("2004-04-03T10:00:00Z"),  // created alone
+            utc("2004-04-04T12:00:00Z"),  // issued wins, though it comes last
+            utc("2004-04-06T09:30:00Z"),  // created over modified, though it comes after
+            utc("2004-04-08T12:00:00Z"),  // no zone: read as UTC
+            utc("2004-04-09T18:45:00Z"),  // issued unreadable: modified
+        ])
+    }
+
     @Test(arguments: [
         // RFC 822 / 2822 as written
         ("Tue, 10 Jun 2003 04:00:00 GMT", "2003-06-10T04:00:00Z"),

@@ -53,6 +53,8 @@ import Testing
     static let fixtures = [
         "atom03.xml", "atom10.xml", "atom10-without-links.xml", "rss090.rdf", "rss091.xml", "rss092.xml",
         "rss1.rdf", "rss2.xml", "rss2-changed.xml", "rss2-without-links.xml", "malformed.xml", "truncated.xml",
+        "atom03-dates.xml", "rss2-authors.xml", "atom10-authors.xml", "rss1-dublin-core.rdf", "rss2-dublin-core.xml",
+        "atom10-titles.xml", "rss2-titles.xml", "atom03-modes.xml",
     ]
 
     @Test(arguments: fixtures)

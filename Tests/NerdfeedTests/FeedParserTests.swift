@@ -48,7 +48,7 @@ import Testing
         let undated = feed.items[2]
         #expect(undated.title == "Off Topic :: Hello")  // two parts: kept as is
         #expect(undated.published == nil)
-        #expect(undated.author == "K. Mackenzie <kmack@example.com>")  // RSS author "email (name)", as mail writes it
+        #expect(undated.author == "K. Mackenzie (kmack@example.com)")  // RSS author "email (name)", name first
 
         let guidOnly = feed.items[3]
         #expect(guidOnly.title == "Blocks")  // four parts: the one before the last
@@ -95,7 +95,7 @@ import Testing
         let descriptionOnly = feed.items[5]
         #expect(descriptionOnly.title == "Resolved: the API is back \u{2014} thanks for your patience.")
         #expect(descriptionOnly.summary == descriptionOnly.title)
-        #expect(descriptionOnly.author == "Status Team <ops@example.com>")
+        #expect(descriptionOnly.author == "Status Team (ops@example.com)")
         #expect(descriptionOnly.id == FeedIdentity.contentHash(title: descriptionOnly.title, published: nil, summary: descriptionOnly.summary))
     }
 
@@ -168,7 +168,7 @@ import Testing
         let first = feed.items[0]
         #expect(first.link == "https://blog.example.com/2005/07/atom-and-you")  // xml:base on the feed
         #expect(first.title == "Atom & you")  // type="html"
-        #expect(first.author == "Mark P <mark@example.com>")
+        #expect(first.author == "Mark P (mark@example.com)")
         #expect(first.summary == "Short summary.")
         #expect(first.published == utc("2005-07-30T10:00:00.123Z"))  // published beats updated
 
@@ -200,19 +200,19 @@ import Testing
         #expect(feed.items == [
             // type="text": what looks like markup or an entity is text.
             ParsedItem(id: "urn:uuid:1225c695-cfb8-4ebb-aaaa-80da344efa6a", title: "AT&amp;T <sells> phones",
-                       author: "Joe Bloggs <joe@example.org>", summary: "Plain text: 3 < 4 & <b> stays.",
+                       author: "Joe Bloggs (joe@example.org)", summary: "Plain text: 3 < 4 & <b> stays.",
                        published: utc("2026-03-02T09:00:00Z")),
             // type="html", in CDATA and escaped; two authors; the id trimmed.
             ParsedItem(id: "tag:example.org,2026:2", title: "Café notes & more", author: "Ann, bob@example.org",
                        summary: "Escaped HTML & an entity", published: utc("2026-03-01T07:00:00Z")),
             // type="xhtml": the markup's text; no author: the feed's.
-            ParsedItem(id: "tag:example.org,2026:3", title: "An XHTML title & more", author: "Feed Owner <owner@example.org>",
+            ParsedItem(id: "tag:example.org,2026:3", title: "An XHTML title & more", author: "Feed Owner (owner@example.org)",
                        summary: "First. Second <not a tag>.", published: utc("2026-02-28T12:00:00Z")),
             // What its source says is not the entry's: no link, the feed's author.
-            ParsedItem(id: "tag:example.org,2026:4", title: "Copied from another feed", author: "Feed Owner <owner@example.org>",
+            ParsedItem(id: "tag:example.org,2026:4", title: "Copied from another feed", author: "Feed Owner (owner@example.org)",
                        published: utc("2026-02-27T12:00:00Z")),
             // Neither id nor link: a hash.
-            ParsedItem(title: "Neither id nor link", author: "Feed Owner <owner@example.org>", summary: "Only content.",
+            ParsedItem(title: "Neither id nor link", author: "Feed Owner (owner@example.org)", summary: "Only content.",
                        published: utc("2026-02-26T12:00:00Z")),
         ])
     }
@@ -227,7 +227,7 @@ import Testing
             ParsedItem(id: "tag:old.example.net,2004:4", link: "http://old.example.net/2004/03/04", title: "Escaped & title",
                        author: "DC Person", summary: "XML mode content", published: utc("2004-03-04T10:00:00Z")),
             // Only an id; escaped plain text stays text.
-            ParsedItem(id: "tag:old.example.net,2004:5", title: "Only an id", author: "Someone <someone@old.example.net>",
+            ParsedItem(id: "tag:old.example.net,2004:5", title: "Only an id", author: "Someone (someone@old.example.net)",
                        summary: "Fish &amp; chips, plain", published: utc("2004-03-05T10:00:00Z")),
         ])
     }

@@ -74,6 +74,27 @@ import Testing
         #expect(try parse(#"<feed xmlns="http://www.w3.org/2005/Atom"><title type="html">A &lt;em&gt;b&lt;/em&gt;</title></feed>"#).title == "A b")
     }
 
+    @Test func atomTitlesWithMarkupArePlain() throws {
+        let feed = try FeedParser.parse(try fixtureData("atom10-titles.xml"), baseURL: URL(string: "https://titles.example.com/atom")!)
+
+        #expect(feed.title == "The Markup Blog")
+        #expect(feed.items.map(\.title) == [
+            "An xhtml title & more, 1 < 2",  // the div's text, whitespace collapsed
+            "Block two",  // a prefixed div; blocks separate words
+            "HTML & title",  // type="html", escaped
+            "CDATA & html",  // type="html", in CDATA
+            "Text with inline markup anyway",  // markup that type="text" does not allow
+        ])
+    }
+
+    @Test func rssTitlesWithUnescapedMarkupArePlain() throws {
+        let feed = try FeedParser.parse(try fixtureData("rss2-titles.xml"), baseURL: forumFeedURL)
+
+        #expect(feed.title == "The Unescaped Channel")
+        #expect(feed.items.map(\.title) == ["Hello bold world", "Line break", "Namespaced and emphatic"])
+        #expect(feed.items.last?.summary == "Some inline text and a paragraph")
+    }
+
     // MARK: - FeedText
 
     @Test func htmlWithUnclosedAngleBracketsKeepsThem() {
