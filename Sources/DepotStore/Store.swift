@@ -100,6 +100,11 @@ public final class Store: Sendable {
     /// only): a cache often holds personal data. An existing file with looser
     /// permissions, and its `-wal` and `-shm` files, are tightened to 0600.
     ///
+    /// A file that a newer version of the app migrated (it holds migrations
+    /// `migrator` does not know) is refused with a `.storage` error whose
+    /// ``Depot/DepotError/storageProblem`` is ``Depot/DepotError/StorageProblem/newerSchema``:
+    /// this version cannot tell what the newer tables mean.
+    ///
     /// Several processes may share the file: every connection waits up to
     /// ``defaultBusyTimeout`` for another's lock (unless `configuration` sets
     /// its own `busyMode`), and so do the open and the migration.
@@ -149,7 +154,7 @@ public final class Store: Sendable {
             self.seenDataVersion = Mutex(try pool.writeWithoutTransaction(Self.dataVersion))
             self.fanout = Self.startFanout(on: pool)
         } catch {
-            throw DepotError.storage(error, detail: "cannot open the store at \(path)")
+            throw DepotError.opening(error, path: path)
         }
         self.environment = environment
         self.evictor = try Self.startRetention(retention, on: writer)
@@ -246,10 +251,14 @@ public final class Store: Sendable {
     private static func prepare(_ writer: any DatabaseWriter, migrator: DatabaseMigrator) throws {
         // Usually everything is in place already: check with a read, so that
         // opening a warm cache (an app's cold start) takes no write transaction.
-        let ready = try writer.read { db in
-            try SyncLedger.isCurrent(db) && db.tableExists(OutboxTable.name) && PagingTable.exists(db) && migrator.hasCompletedMigrations(db)
+        let (ready, unknown) = try writer.read { db in
+            (try SyncLedger.isCurrent(db) && db.tableExists(OutboxTable.name) && PagingTable.exists(db) && migrator.hasCompletedMigrations(db),
+             try unknownMigrations(migrator, db))
         }
-        guard !ready else { return }
+        if ready {
+            guard unknown.isEmpty else { throw StorageFailure.newerSchema(unknownMigrations: unknown) }
+            return
+        }
         try writer.write { db in
             try SyncLedger.createTable(db)
             try OutboxTable.create(db)
@@ -260,6 +269,19 @@ public final class Store: Sendable {
         // after a migration that rebuilds a table, its first `SELECT *` would
         // read the old column positions. Readers start afresh instead.
         (writer as? DatabasePool)?.invalidateReadOnlyConnections()
+        // Asked again after the migration, which forgets the identifiers a
+        // squashed migration merged (they are no newer app's).
+        let left = try writer.read { db in try unknownMigrations(migrator, db) }
+        guard left.isEmpty else { throw StorageFailure.newerSchema(unknownMigrations: left) }
+    }
+
+    /// The migrations applied to the file that `migrator` does not know
+    /// (GRDB's `hasBeenSuperseded`, by name): a newer version of the app
+    /// migrated it, and this one cannot tell what its tables mean now.
+    private static func unknownMigrations(_ migrator: DatabaseMigrator, _ db: Database) throws -> [String] {
+        guard try db.tableExists("grdb_migrations") else { return [] }
+        let known = Set(migrator.migrations)
+        return try migrator.appliedIdentifiers(db).filter { !known.contains($0) }.sorted()
     }
 
     /// The path of the database file, or `nil` in memory.
@@ -436,10 +458,25 @@ extension DepotError {
     /// `.storage`; what the caller's closure threw (a `DepotError`, a decoding
     /// error, a parser's error) keeps its meaning.
     static func storage(_ error: any Error, detail: String) -> DepotError {
-        if error is DatabaseError {
+        if error is DatabaseError || error is StorageFailure {
             return DepotError(.storage, detail: detail, underlying: error)
         }
         return DepotError.wrap(error, operation: nil, fallback: .processing)
+    }
+
+    /// Wraps a failure to open the file at `path`. SQLite says only "unable
+    /// to open" (`SQLITE_CANTOPEN`) whatever the reason, and the store says
+    /// only "cannot create" when the file cannot be made: the file system
+    /// is asked why, so that ``storageProblem`` can tell a permission problem.
+    static func opening(_ error: any Error, path: String) -> DepotError {
+        let detail = "cannot open the store at \(path)"
+        let cantOpen = (error as? DatabaseError)?.resultCode == .SQLITE_CANTOPEN
+        let cantCreate = (error as? DepotError).map { $0.code == .storage && $0.underlying == nil } ?? false
+        if cantOpen || cantCreate, let problem = StorageProblem.accessProblem(at: path) {
+            let failure = StorageFailure(problem: problem, explanation: "the file system refuses access (\(problem))", cause: error)
+            return DepotError(.storage, detail: detail, underlying: failure)
+        }
+        return storage(error, detail: detail)
     }
 }
 
