@@ -337,6 +337,15 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // The three example apps run against storage problems made real
+        // (a full tmpfs, modes, a held lock, a newer schema): what they say.
+        .testTarget(
+            name: "ExampleCLITests",
+            dependencies: [
+                "CLITestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         // The README's and the DocC articles' code examples, compiled, checked
         // against the docs' text, and run where they need no network.
         .testTarget(
