@@ -101,7 +101,7 @@ public final class Store: Sendable {
     /// permissions, and its `-wal` and `-shm` files, are tightened to 0600.
     ///
     /// A file that a newer version of the app migrated (it holds migrations
-    /// `migrator` does not know) is refused with a `.storage` error whose
+    /// a non-empty `migrator` does not know) is refused with a `.storage` error whose
     /// ``Depot/DepotError/storageProblem`` is ``Depot/DepotError/StorageProblem/newerSchema``:
     /// this version cannot tell what the newer tables mean.
     ///
@@ -277,9 +277,11 @@ public final class Store: Sendable {
 
     /// The migrations applied to the file that `migrator` does not know
     /// (GRDB's `hasBeenSuperseded`, by name): a newer version of the app
-    /// migrated it, and this one cannot tell what its tables mean now.
+    /// migrated it, and this one cannot tell what its tables mean now. A
+    /// migrator without migrations claims no schema (a tool that looks at
+    /// any app's cache, say): it knows of none, and is not refused.
     private static func unknownMigrations(_ migrator: DatabaseMigrator, _ db: Database) throws -> [String] {
-        guard try db.tableExists("grdb_migrations") else { return [] }
+        guard !migrator.migrations.isEmpty, try db.tableExists("grdb_migrations") else { return [] }
         let known = Set(migrator.migrations)
         return try migrator.appliedIdentifiers(db).filter { !known.contains($0) }.sorted()
     }
