@@ -72,8 +72,8 @@ struct StorageSentencesTests {
         try #require(made.status == 0, "\(app.name) could not make its cache: \(made.error)")
         // The app may leave its last commits in the -wal file: into the main file with them.
         let seeded = try DatabaseQueue(path: seed)
-        try await seeded.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
-        try await seeded.close()
+        _ = try await seeded.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        try seeded.close()
         let place = folder.appending(path: "place", directoryHint: .isDirectory)
         try FileManager.default.createDirectory(at: place, withIntermediateDirectories: true)
         let cache = place.appending(path: "cache.sqlite").path
@@ -99,7 +99,7 @@ struct StorageSentencesTests {
             try FileManager.default.copyItem(atPath: seed, toPath: cache)
             let queue = try DatabaseQueue(path: cache)
             try await queue.write { db in try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('from-a-newer-version')") }
-            try await queue.close()
+            try queue.close()
             run = try await spawn(executable, arguments)
         case .locked:
             try FileManager.default.copyItem(atPath: seed, toPath: cache)
@@ -110,7 +110,7 @@ struct StorageSentencesTests {
             try await holder.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
             run = try await spawn(executable, arguments, environment: ["DEPOT_BUSY_TIMEOUT": "0.2"])
             try await holder.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
-            try await holder.close()
+            try holder.close()
         }
 
         let terminal = run.output + run.error
