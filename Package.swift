@@ -157,13 +157,18 @@ let package = Package(
             name: "ExampleSupport",
             dependencies: [
                 "Depot",
+                "DepotStore",
+                "SyncStatusText",
                 "TextLayout",
                 "DepotAsyncHTTPClient",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "nerdfeed",
             dependencies: [
+                "SyncStatusText",
                 "Depot",
                 "DepotStore",
                 "DemoServer",
@@ -176,6 +181,7 @@ let package = Package(
         .executableTarget(
             name: "senbei",
             dependencies: [
+                "SyncStatusText",
                 "Depot",
                 "DepotStore",
                 "DemoServer",
@@ -331,6 +337,15 @@ let package = Package(
                 "DepotTesting",
                 "DemoServer",
                 "DepotAsyncHTTPClient",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // The three example apps run against storage problems made real
+        // (a full tmpfs, modes, a held lock, a newer schema): what they say.
+        .testTarget(
+            name: "ExampleCLITests",
+            dependencies: [
+                "CLITestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -95,6 +95,11 @@ public final class Store: Sendable {
     /// only): a cache often holds personal data. An existing file with looser
     /// permissions, and its `-wal` and `-shm` files, are tightened to 0600.
     ///
+    /// A file that a newer version of the app migrated (it holds migrations
+    /// a non-empty `migrator` does not know) is refused with a `.storage` error whose
+    /// ``Depot/DepotError/storageProblem`` is ``Depot/DepotError/StorageProblem/newerSchema``:
+    /// this version cannot tell what the newer tables mean.
+    ///
     /// Several processes may share the file: every connection waits up to
     /// ``defaultBusyTimeout`` for another's lock (unless `configuration` sets
     /// its own `busyMode`), and so do the open and the migration.
@@ -138,7 +143,7 @@ public final class Store: Sendable {
         do {
             self.seenDataVersion = Mutex(try opened.writer.writeWithoutTransaction(Self.dataVersion))
         } catch {
-            throw DepotError.storage(error, detail: "cannot open the store at \(path)")
+            throw DepotError.opening(error, path: path)
         }
         self.fanout = Self.startFanout(on: opened.writer)
         self.environment = environment
@@ -235,16 +240,21 @@ public final class Store: Sendable {
         // Usually everything is in place already: check with a read, so that
         // opening a warm cache (an app's cold start) takes no write transaction.
         let ready: Bool
+        let unknown: [String]
         do {
-            ready = try writer.read { db in
-                try SyncLedger.isCurrent(db) && db.tableExists(OutboxTable.name) && PagingTable.exists(db) && migrator.hasCompletedMigrations(db)
+            (ready, unknown) = try writer.read { db in
+                (try SyncLedger.isCurrent(db) && db.tableExists(OutboxTable.name) && PagingTable.exists(db) && migrator.hasCompletedMigrations(db),
+                 try unknownMigrations(migrator, db))
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR {
             // Reading Depot's and GRDB's own tables fails only if their schema
             // is not one either ever wrote ("no such column"): damage.
             throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "the store's own tables do not read: \(error.message ?? "")")
         }
-        guard !ready else { return }
+        if ready {
+            guard unknown.isEmpty else { throw StorageFailure.newerSchema(unknownMigrations: unknown) }
+            return
+        }
         // A migration writes into the file: first make sure it is sound. A
         // schema that lost tables to damage would otherwise get empty new
         // ones, and what the old ones held would be orphaned for good.
@@ -274,6 +284,21 @@ public final class Store: Sendable {
         // after a migration that rebuilds a table, its first `SELECT *` would
         // read the old column positions. Readers start afresh instead.
         (writer as? DatabasePool)?.invalidateReadOnlyConnections()
+        // Asked again after the migration, which forgets the identifiers a
+        // squashed migration merged (they are no newer app's).
+        let left = try writer.read { db in try unknownMigrations(migrator, db) }
+        guard left.isEmpty else { throw StorageFailure.newerSchema(unknownMigrations: left) }
+    }
+
+    /// The migrations applied to the file that `migrator` does not know
+    /// (GRDB's `hasBeenSuperseded`, by name): a newer version of the app
+    /// migrated it, and this one cannot tell what its tables mean now. A
+    /// migrator without migrations claims no schema (a tool that looks at
+    /// any app's cache, say): it knows of none, and is not refused.
+    private static func unknownMigrations(_ migrator: DatabaseMigrator, _ db: Database) throws -> [String] {
+        guard !migrator.migrations.isEmpty, try db.tableExists("grdb_migrations") else { return [] }
+        let known = Set(migrator.migrations)
+        return try migrator.appliedIdentifiers(db).filter { !known.contains($0) }.sorted()
     }
 
     /// The path of the database file, or `nil` in memory.
@@ -460,9 +485,24 @@ extension DepotError {
     /// `.storage`; what the caller's closure threw (a `DepotError`, a decoding
     /// error, a parser's error) keeps its meaning.
     static func storage(_ error: any Error, detail: String) -> DepotError {
-        if error is DatabaseError {
+        if error is DatabaseError || error is StorageFailure {
             return DepotError(.storage, detail: detail, underlying: error)
         }
         return DepotError.wrap(error, operation: nil, fallback: .processing)
+    }
+
+    /// Wraps a failure to open the file at `path`. SQLite says only "unable
+    /// to open" (`SQLITE_CANTOPEN`) whatever the reason, and the store says
+    /// only "cannot create" when the file cannot be made: the file system
+    /// is asked why, so that ``storageProblem`` can tell a permission problem.
+    static func opening(_ error: any Error, path: String) -> DepotError {
+        let detail = "cannot open the store at \(path)"
+        let cantOpen = (error as? DatabaseError)?.resultCode == .SQLITE_CANTOPEN
+        let cantCreate = (error as? DepotError).map { $0.code == .storage && $0.underlying == nil } ?? false
+        if cantOpen || cantCreate, let problem = StorageProblem.accessProblem(at: path) {
+            let failure = StorageFailure(problem: problem, explanation: "the file system refuses access (\(problem))", cause: error)
+            return DepotError(.storage, detail: detail, underlying: failure)
+        }
+        return storage(error, detail: detail)
     }
 }

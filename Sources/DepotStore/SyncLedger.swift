@@ -164,9 +164,21 @@ public struct SyncLedger: Sendable {
 
     /// Records a failure. The data and validators stay as they were.
     public func recordFailure(_ error: DepotError, for key: String) async {
+        await recordedFailure(error, for: key)
+    }
+
+    /// Records a failure, best effort: failing to record a failure must not
+    /// hide the failure itself.
+    /// - Returns: Whether it was recorded (a full disk may refuse even that).
+    @discardableResult
+    func recordedFailure(_ error: DepotError, for key: String) async -> Bool {
         let date = store.currentDate()
-        // Best effort: failing to record a failure must not hide the failure itself.
-        try? await store.write { db in try Self.recordFailure(error, for: key, at: date, in: db) }
+        do {
+            try await store.write { db in try Self.recordFailure(error, for: key, at: date, in: db) }
+            return true
+        } catch {
+            return false
+        }
     }
 
     // MARK: - Inside a transaction
@@ -242,11 +254,14 @@ public struct SyncLedger: Sendable {
                 ON CONFLICT(key) DO UPDATE SET error_code = excluded.error_code,
                     error_message = excluded.error_message, error_date = excluded.error_date
                 """,
-            arguments: [key, error.code.rawValue, error.description, date.timeIntervalSince1970])
+            arguments: [key, SyncError.storedCode(of: error), error.description, date.timeIntervalSince1970])
     }
 }
 
 /// A sync failure as the ledger keeps it: enough to show, and to survive a restart.
+///
+/// ``message`` is the technical sentence, for logs; an app words ``code``,
+/// ``status`` and ``storageProblem`` for people.
 public struct SyncError: Sendable, Hashable, CustomStringConvertible {
     /// The error's code, when it is one this version of Depot knows.
     public var code: DepotError.Code?
@@ -254,15 +269,55 @@ public struct SyncError: Sendable, Hashable, CustomStringConvertible {
     public var message: String
     /// When it happened.
     public var date: Date
+    /// The HTTP status the server answered, when the failure was an answer.
+    public var status: Int?
+    /// What kept the store from taking the sync, when that was the failure
+    /// (see ``/Depot/DepotError/storageProblem``).
+    public var storageProblem: DepotError.StorageProblem?
 
     /// Makes a sync error.
-    public init(code: DepotError.Code?, message: String, date: Date) {
+    ///
+    /// - Parameters:
+    ///   - code: The error's code.
+    ///   - message: The technical sentence, for logs.
+    ///   - date: When it happened.
+    ///   - status: The HTTP status, when the server answered.
+    ///   - storageProblem: The storage problem, when the store failed.
+    public init(code: DepotError.Code?, message: String, date: Date, status: Int? = nil, storageProblem: DepotError.StorageProblem? = nil) {
         self.code = code
         self.message = message
         self.date = date
+        self.status = status
+        self.storageProblem = storageProblem
+    }
+
+    /// The sync error that `error` is, at `date`.
+    init(_ error: DepotError, date: Date) {
+        self.init(code: error.code, message: error.description, date: date, status: error.status, storageProblem: error.storageProblem)
     }
 
     public var description: String { message }
+
+    /// How the ledger's `error_code` column keeps the code with what
+    /// refines it: "server/503", "storage/diskFull", or the code alone. A
+    /// Depot that does not know the refinement reads no code, and shows the message.
+    static func storedCode(of error: DepotError) -> String {
+        if let problem = error.storageProblem { return "\(error.code.rawValue)/\(problem.rawValue)" }
+        if let status = error.status { return "\(error.code.rawValue)/\(status)" }
+        return error.code.rawValue
+    }
+
+    /// Reads back what ``storedCode(of:)`` wrote.
+    init(storedCode: String?, message: String, date: Date) {
+        let parts = storedCode?.split(separator: "/", maxSplits: 1).map(String.init) ?? []
+        let refinement = parts.count > 1 ? parts[1] : nil
+        self.init(
+            code: parts.first.flatMap(DepotError.Code.init(rawValue:)),
+            message: message,
+            date: date,
+            status: refinement.flatMap { Int($0) },
+            storageProblem: refinement.flatMap(DepotError.StorageProblem.init(rawValue:)))
+    }
 }
 
 /// The validators of a response, for conditional requests.
@@ -287,7 +342,7 @@ extension SyncLedger.Entry {
         if let message: String = row["error_message"] {
             let code: String? = row["error_code"]
             let date: Double? = row["error_date"]
-            lastError = SyncError(code: code.flatMap(DepotError.Code.init(rawValue:)), message: message, date: Date(timeIntervalSince1970: date ?? 0))
+            lastError = SyncError(storedCode: code, message: message, date: Date(timeIntervalSince1970: date ?? 0))
         }
         etag = row["etag"]
         lastModified = row["last_modified"]

@@ -99,6 +99,9 @@ public final class SyncStatus {
     @ObservationIgnored private var refreshesAgain = false
     /// The ledger entry last read: the policy decides by it.
     @ObservationIgnored private var entry: SyncLedger.Entry?
+    /// The last refresh's failure when the ledger could not record it (a
+    /// full disk): shown over the ledger's entry until the next refresh ends.
+    @ObservationIgnored private var unrecordedError: SyncError?
 
     /// Makes a status for `operation` as run by `controller`.
     ///
@@ -209,6 +212,7 @@ public final class SyncStatus {
         setSyncing(true)
         let task = Task { @MainActor in
             var failure: DepotError?
+            var recorded = true
             let store = self.store
             let key = self.key
             do throws(DepotError) {
@@ -219,14 +223,21 @@ public final class SyncStatus {
                 }
             } catch {
                 failure = error
-                if error.code != .cancelled { await self.store.ledger.recordFailure(error, for: self.key) }
+                if error.code != .cancelled { recorded = await self.store.ledger.recordedFailure(error, for: self.key) }
+            }
+            // A failure the ledger could not take (a full disk, a file another
+            // process holds) still shows, until the next refresh ends.
+            if let failure, failure.code != .cancelled, !recorded {
+                self.unrecordedError = SyncError(failure, date: self.store.currentDate())
+            } else {
+                self.unrecordedError = nil
             }
             // Read back what the operation (or the failure) wrote, so the caller
             // sees it as soon as this returns.
             if let entry = try? await self.store.ledger.entry(for: self.key) {
                 self.apply(entry)
             } else if let failure, failure.code != .cancelled {
-                self.lastError = SyncError(code: failure.code, message: failure.description, date: self.store.currentDate())
+                self.lastError = SyncError(failure, date: self.store.currentDate())
             }
             self.refreshCount += 1
             self.running = nil
@@ -330,7 +341,7 @@ public final class SyncStatus {
     /// Records an event the feed's stream skipped.
     func noteSkipped(_ error: DepotError) {
         skippedEvents += 1
-        lastError = SyncError(code: error.code, message: error.description, date: store.currentDate())
+        lastError = SyncError(error, date: store.currentDate())
         publish()
     }
 
@@ -342,7 +353,7 @@ public final class SyncStatus {
         }
         let synced = entry?.lastSynced
         // A skipped event's error stays until the ledger records another one.
-        let error = entry?.lastError ?? (skippedEvents > 0 ? lastError : nil)
+        let error = unrecordedError ?? entry?.lastError ?? (skippedEvents > 0 ? lastError : nil)
         let stale = entry?.isStale ?? false
         guard synced != lastSynced || error != lastError || stale != isStale else { return }
         lastSynced = synced

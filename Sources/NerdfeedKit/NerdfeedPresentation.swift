@@ -35,7 +35,7 @@ public enum NerdfeedPresentation {
         now: Date,
         timeZone: TimeZone = .current
     ) -> String {
-        state.summary(now: now, offlineMode: offlineMode, quality: quality, activity: activity, timeZone: timeZone)
+        state.summary(now: now, offlineMode: offlineMode, quality: quality, activity: activity, timeZone: timeZone, app: "nerdfeed")
     }
 
     /// One list row: read mark, title, then author and age, fitted to `width`.

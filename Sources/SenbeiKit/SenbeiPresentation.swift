@@ -33,7 +33,7 @@ public enum SenbeiPresentation {
         if let error, [.offline, .connectionLost, .timedOut].contains(error.code) {
             heading += hasMore ? " · offline — more on the server, not loaded" : " · offline — that is all"
         } else if let error {
-            heading += " · more not loaded: \(error)"
+            heading += " · more not loaded: \(error.plainFailure(app: "senbei").clause)"
         } else {
             heading += hasMore ? " · more on the server: senbei \(kind.rawValue) --more" : " · that is all"
         }
@@ -161,12 +161,16 @@ public enum SenbeiPresentation {
 
     /// One sentence for a failure, for people: the server's own words for a
     /// refused change, "bad username or password" for a refused sign-in, "signed
-    /// out" for a session the server ended, and Depot's description for anything else.
+    /// out" for a session the server ended, and what happened and what to do
+    /// for anything else (``SyncStatusText/PlainFailure``): never an
+    /// operation's name or SQLite's message.
     ///
     /// - Parameters:
     ///   - error: The failure.
     ///   - server: The server's URL, named when it cannot be reached.
-    public static func message(for error: DepotError, server: URL? = nil) -> String {
+    ///   - activity: What senbei was doing with its cache, for a storage failure.
+    ///   - cacheFile: The cache's path, named where it helps.
+    public static func message(for error: DepotError, server: URL? = nil, while activity: CacheActivity = .reading, cacheFile: String? = nil) -> String {
         let place = server.map { " at \($0.absoluteString)" } ?? ""
         switch error.code {
         case .unauthorized where SenbeiApp.isRefusedSignIn(error):
@@ -182,7 +186,7 @@ public enum SenbeiPresentation {
                 // The server's own words, as it wrote them: "name can't be blank".
                 return error.status == 422 ? "Not saved: \(reasons.description)." : sentence(reasons.description)
             }
-            return sentence(error.description)
+            return error.plainFailure(app: "senbei", while: activity, cacheFile: cacheFile).description
         }
     }
 

@@ -8,7 +8,9 @@ import Foundation
 
 extension SyncStatus.State {
     /// One line a person can read: "syncing…", "last synced 2 min ago",
-    /// "sync failed: … — showing data from 14:02", or "offline — showing cached
+    /// "sync failed: the server failed (status 503); try again
+    /// later — showing data from 14:02" (what happened and what to do, in
+    /// the words of ``SyncError/plainFailure(app:)``), or "offline — showing cached
     /// data from 14:02", then the network's state when given. A live feed's
     /// status says "live", "catching up (120 changes)" or "connecting…".
     ///
@@ -28,12 +30,15 @@ extension SyncStatus.State {
     ///   - quality: The connection quality, appended as "network poor".
     ///   - activity: The controller's queue, appended as "2 queued, 1 running" when busy.
     ///   - timeZone: For clock times.
+    ///   - app: The app's name, as the user types it, for a failure's words
+    ///     ("written by a newer version of nerdfeed").
     public func summary(
         now: Date,
         offlineMode: Bool = false,
         quality: ConnectionQuality? = nil,
         activity: NetworkController.Activity? = nil,
-        timeZone: TimeZone = .current
+        timeZone: TimeZone = .current,
+        app: String = "the app"
     ) -> String {
         let cachedFrom = lastSynced.map { " from \(Self.clockTime($0, timeZone: timeZone))" } ?? ""
         var line: String
@@ -48,7 +53,7 @@ extension SyncStatus.State {
         } else if isSyncing {
             line = "syncing…"
         } else if let lastError {
-            line = "sync failed: \(lastError.message)"
+            line = "sync failed: \(lastError.plainFailure(app: app).clause)"
             if lastSynced != nil { line += " — showing data\(cachedFrom)" }
         } else if let lastSynced {
             line = "last synced \(Self.relative(lastSynced, now: now))"

@@ -184,7 +184,7 @@ public struct CreatePost: Mutation {
 
     /// The pending row stays, marked with the server's reason.
     public func rollback(_ error: DepotError, _ db: Database) throws {
-        let reason = error.status == 422 ? error.bodyExcerpt ?? "\(error)" : "\(error)"
+        let reason = TimelinePresentation.rejectionReason(error)
         try db.execute(sql: "UPDATE \(PendingPost.databaseTableName) SET rejection = ? WHERE id = ?", arguments: [reason, payload.localID])
     }
 

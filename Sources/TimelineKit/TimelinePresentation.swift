@@ -38,9 +38,17 @@ public enum TimelinePresentation {
         switch post.state {
         case .queued: state = "queued: will be sent when online"
         case .sent(let stored): state = "sent as #\(stored.id)"
-        case .rejected(let error): state = "not sent — \(error.status == 422 ? error.bodyExcerpt ?? "\(error)" : "\(error)")"
+        case .rejected(let error): state = "not sent — \(rejectionReason(error))"
         }
         return "post \"\(post.text)\": \(state)"
+    }
+
+    /// Why the server refused a post, for people: a 422's reason in the
+    /// server's words ("text must be 1 to 280 characters"), otherwise what
+    /// happened in plain words (no operation name, no codes).
+    public static func rejectionReason(_ error: DepotError) -> String {
+        if error.status == 422, let excerpt = error.bodyExcerpt { return excerpt }
+        return error.plainFailure(app: "timeline", while: .saving("the post")).happened
     }
 
     /// The whole timeline as printed by `--once`: the network line, the posts, the sync status.
@@ -52,7 +60,7 @@ public enum TimelinePresentation {
         lines += entries.map { entryLine($0, width: width) }
         if entries.isEmpty { lines.append("(no posts)") }
         let avatars = entries.filter(\.hasAvatar).count
-        lines.append("-- \(app.status.state.summary(now: now, quality: estimate.quality)) · avatars \(avatars)/\(entries.count)")
+        lines.append("-- \(app.status.state.summary(now: now, quality: estimate.quality, app: "timeline")) · avatars \(avatars)/\(entries.count)")
         if let paging = pagingLine(app.pages) { lines.append("-- \(paging)") }
         return lines
     }
@@ -62,7 +70,7 @@ public enum TimelinePresentation {
     /// failure is the sync status line's to tell).
     @MainActor
     public static func pagingLine(_ pages: PagedResults<TimelineEntry>) -> String? {
-        if let error = pages.pageError, error.code == .invalidPage { return "older posts stopped: \(error)" }
+        if let error = pages.pageError, error.code == .invalidPage { return "older posts stopped: \(error.plainFailure(app: "timeline").clause)" }
         guard pages.hasMore, pages.pageCount > 0 else { return nil }
         return "older posts on the server (\(pages.pageCount) \(pages.pageCount == 1 ? "page" : "pages") loaded)"
     }

@@ -57,9 +57,23 @@ struct NerdfeedCommand: AsyncParsableCommand {
 
     @MainActor
     mutating func run() async throws {
-        let cacheFile = try ExampleSupport.cacheFile(app: "nerdfeed", path: cache)
         // Eviction runs at open, a moment after each sync, and before a one-shot run exits.
-        let store = try Store(path: cacheFile.path, migrator: NerdfeedSchema.migrator, retention: NerdfeedSchema.retention(keep: keep))
+        let store: Store
+        do {
+            store = try ExampleSupport.openCache(app: "nerdfeed", path: cache, migrator: NerdfeedSchema.migrator, retention: NerdfeedSchema.retention(keep: keep))
+        } catch {
+            throw ExampleSupport.tell(error, app: "nerdfeed", while: .opening, cacheFile: cache)
+        }
+        do {
+            try await run(with: store)
+        } catch let error as DepotError {
+            // Told in words, never as a description (an operation's name, SQLite's message).
+            throw ExampleSupport.tell(error, app: "nerdfeed", while: .reading, cacheFile: cache)
+        }
+    }
+
+    @MainActor
+    func run(with store: Store) async throws {
 
         // Where to read from: the given URLs, or the embedded server.
         var server: DemoServer?
@@ -107,7 +121,9 @@ struct NerdfeedCommand: AsyncParsableCommand {
         if once || json || !Terminal.isInteractive {
             syncFailed = try await printOnce(app)
             // The eviction a sync schedules would not outlive the process.
-            _ = try await store.evict()
+            // Housekeeping: a cache another process holds, or a full disk,
+            // is the status line's to tell, and the next run evicts.
+            _ = try? await store.evict()
         } else {
             let view = InteractiveView(app: app, controller: controller, offline: offline)
             await view.run()

@@ -88,7 +88,7 @@ struct CommentCommand: AsyncParsableCommand {
     @MainActor func run() async throws {
         guard let subject = about.subject else { return }
         try await Session.run(options) { session in
-            let change = try await session.app.postComment(on: subject, text: text)
+            let change = try await session.store("the comment") { () async throws(DepotError) in try await session.app.postComment(on: subject, text: text) }
             try await session.finish(change, queued: "Comment on \(subject)") { comment in
                 "Posted comment #\(comment.id) on \(subject)."
             }
@@ -103,7 +103,7 @@ struct UncommentCommand: AsyncParsableCommand {
 
     @MainActor func run() async throws {
         try await Session.run(options) { session in
-            let change = try await session.app.deleteComment(id: id)
+            let change = try await session.store("the deletion of comment #\(id)") { () async throws(DepotError) in try await session.app.deleteComment(id: id) }
             try await session.finish(change, queued: "Deleting comment #\(id)") { _ in "Deleted comment #\(id)." }
         }
     }
@@ -129,7 +129,7 @@ struct DoneCommand: AsyncParsableCommand {
 
     @MainActor func run() async throws {
         try await Session.run(options) { session in
-            let change = try await session.app.markTaskDone(id: id)
+            let change = try await session.store("the task's new state") { () async throws(DepotError) in try await session.app.markTaskDone(id: id) }
             try await session.finish(change, queued: "Done for task #\(id)") { task in "Done: #\(task.id) \(task.name)." }
         }
     }
@@ -143,7 +143,7 @@ struct NewTaskCommand: AsyncParsableCommand {
 
     @MainActor func run() async throws {
         try await Session.run(options) { session in
-            let change = try await session.app.createTask(name: name, due: due)
+            let change = try await session.store("the task") { () async throws(DepotError) in try await session.app.createTask(name: name, due: due) }
             try await session.finish(change, queued: "Task \"\(name)\"") { task in
                 "Created task #\(task.id) \(task.name)" + (task.due.map { ", due \($0)." } ?? ", due as soon as possible.")
             }
@@ -159,7 +159,7 @@ struct NewContactCommand: AsyncParsableCommand {
 
     @MainActor func run() async throws {
         try await Session.run(options) { session in
-            let change = try await session.app.createContact(name: name, email: email)
+            let change = try await session.store("the contact") { () async throws(DepotError) in try await session.app.createContact(name: name, email: email) }
             try await session.finish(change, queued: "Contact \"\(name)\"") { contact in "Created contact #\(contact.id) \(contact.name)." }
         }
     }

@@ -10,6 +10,7 @@ import DepotStore
 import ExampleSupport
 import Foundation
 import SenbeiKit
+import SyncStatusText
 
 @main
 struct SenbeiCommand: AsyncParsableCommand {
@@ -78,8 +79,12 @@ struct Session {
     /// - Parameter sending: Whether to send what earlier runs queued
     ///   (`senbei outbox` looks at the queue as it is).
     static func run(_ options: ServerOptions, sending: Bool = true, _ body: @MainActor (Session) async throws -> Void) async throws {
-        let cacheFile = try ExampleSupport.cacheFile(app: "senbei", path: options.cache)
-        let store = try Store(path: cacheFile.path, migrator: SenbeiSchema.migrator)
+        let store: Store
+        do {
+            store = try ExampleSupport.openCache(app: "senbei", path: options.cache, migrator: SenbeiSchema.migrator)
+        } catch {
+            throw ExampleSupport.tell(error, app: "senbei", while: .opening, cacheFile: options.cache)
+        }
 
         var embedded: DemoServer?
         let serverURL: URL
@@ -123,7 +128,7 @@ struct Session {
         case let error as Failure where error.description.isEmpty:
             throw ExitCode.failure
         case let error as DepotError:
-            printError(SenbeiPresentation.message(for: error, server: serverURL))
+            printError(SenbeiPresentation.message(for: error, server: serverURL, cacheFile: options.cache))
             throw ExitCode.failure
         case let error as Failure:
             printError(error.description)
@@ -170,6 +175,20 @@ struct Session {
             }
             if let outcome, outcome.code != .unauthorized { throw outcome }
         }
+    }
+
+    /// Queues a change with `make`; when the cache cannot store it (a full
+    /// disk, say), ends the run saying that `what` was not saved: nothing was
+    /// queued, and nothing will be sent.
+    func store<Record>(_ what: String, _ make: () async throws(DepotError) -> QueuedChange<Record>) async throws -> QueuedChange<Record> {
+        let change: QueuedChange<Record>
+        do {
+            change = try await make()
+        } catch {
+            guard error.storageProblem != nil || error.code == .storage else { throw error }
+            throw Failure(SenbeiPresentation.message(for: error, while: .saving(what)))
+        }
+        return change
     }
 
     /// Waits for `change`'s answer (signing in first) and prints what became of

@@ -2,6 +2,7 @@ import Depot
 import DepotStore
 import ExampleSupport
 import Foundation
+import SyncStatusText
 import TimelineKit
 
 /// `timeline --follow`: prints each change as it reaches the cache, like
@@ -38,7 +39,7 @@ enum Follow {
             case .replaced:
                 break  // a full sync: where following starts, not news
             case .skipped(let error):
-                ExampleSupport.write(["timeline: skipped an event: \(error)"], to: .standardError)
+                ExampleSupport.write(["timeline: skipped an event: \(error.plainFailure(app: "timeline").clause)"], to: .standardError)
             }
         }
     }

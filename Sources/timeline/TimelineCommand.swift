@@ -90,7 +90,22 @@ struct TimelineCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError(error.description)
         }
-        let store = try Store(path: ExampleSupport.cacheFile(app: "timeline", path: cache).path, migrator: TimelineSchema.migrator)
+        let store: Store
+        do {
+            store = try ExampleSupport.openCache(app: "timeline", path: cache, migrator: TimelineSchema.migrator)
+        } catch {
+            throw ExampleSupport.tell(error, app: "timeline", while: .opening, cacheFile: cache)
+        }
+        do {
+            try await run(profile: profile, store: store)
+        } catch let error as DepotError {
+            // Told in words, never as a description (an operation's name, SQLite's message).
+            throw ExampleSupport.tell(error, app: "timeline", while: post == nil ? .reading : .saving("your post"), cacheFile: cache)
+        }
+    }
+
+    @MainActor
+    func run(profile: LinkProfile, store: Store) async throws {
 
         // The server: the given one, or the embedded one with the link applied.
         var embedded: DemoServer?
@@ -177,8 +192,8 @@ struct TimelineCommand: AsyncParsableCommand {
         await embedded?.stop()
         if let failure { throw failure }
         if stillQueued > 0 {
-            let reason = (try? await app.outbox.entries().first?.lastError).flatMap { $0 } ?? "the server did not answer"
-            let sentence = "\(stillQueued) \(stillQueued == 1 ? "post stays" : "posts stay") queued, to be sent when online (\(reason))"
+            // The entry's last error is a description, for logs: not for the terminal.
+            let sentence = "\(stillQueued) \(stillQueued == 1 ? "post stays" : "posts stay") queued, to be sent when online (it could not be sent in this run)"
             ExampleSupport.write([sentence], to: .standardError)
             throw ExitCode(1)
         }

@@ -120,7 +120,7 @@ final class TimelineView {
     /// The paging line under the list: loading, the end, or why older posts did not come.
     private var pagingLine: String {
         if app.pages.isLoadingPage { return "loading older posts…" }
-        if let error = app.pages.pageError { return "older posts: \(error)" }
+        if let error = app.pages.pageError { return "older posts: \(error.plainFailure(app: "timeline").clause)" }
         return app.pages.hasMore ? "m loads older posts" : "the beginning of the timeline"
     }
 
@@ -147,7 +147,7 @@ final class TimelineView {
         lines.append(String(repeating: "─", count: width))
         // Live, the feed's state says it all ("live", "catching up", "offline"); else the last refresh's.
         let state = app.isLive ? app.feed.status.state : app.status.state
-        lines.append(TextLayout.fit(state.summary(now: now, quality: estimate.quality), trailer: "", width: width))
+        lines.append(TextLayout.fit(state.summary(now: now, quality: estimate.quality, app: "timeline"), trailer: "", width: width))
         if let draft {
             lines.append(TextLayout.fit("post> \(draft)▏", trailer: "  ⏎ send · esc cancel", width: width))
         } else {

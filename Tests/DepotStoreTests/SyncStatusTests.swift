@@ -274,3 +274,38 @@ struct SyncStatusTests {
         #expect(transport.requests.count == 1)
     }
 }
+
+extension SyncStatusTests {
+    /// Another process holds the cache's lock: the sync's write fails, and so
+    /// does recording the failure in the ledger. The status says so all the
+    /// same, with the storage problem, instead of the last good sync.
+    @Test func aFailureTheLedgerCannotRecordStillShows() async throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appending(path: "cache.sqlite").path
+        let store = try Store(path: path, migrator: Item.migrator, configuration: StorageProblemTests.busyTimeout(0.05))
+        try await seed(store, items: 3, syncedAt: Date(timeIntervalSince1970: 0))
+        let transport = FixtureTransport(["/items": .data(try jsonData(makeItems(6)))])
+        let status = try SyncStatus(refreshing: fetch, with: controller(transport, store: store))
+        #expect(status.lastError == nil)
+
+        // Given another connection that holds the write lock
+        var holderConfiguration = Configuration()
+        holderConfiguration.allowsUnsafeTransactions = true
+        let holder = try DatabaseQueue(path: path, configuration: holderConfiguration)
+        try await holder.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
+
+        // When a refresh fetches and cannot write
+        await status.refresh(force: true)
+
+        // Then the status tells the failure, as a storage problem
+        #expect(status.lastError?.code == .storage)
+        #expect(status.lastError?.storageProblem == .locked)
+        #expect(status.lastSynced == Date(timeIntervalSince1970: 0))
+
+        // And once the lock is gone, the next refresh clears it
+        try await holder.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
+        await status.refresh(force: true)
+        #expect(status.lastError == nil)
+    }
+}

@@ -36,7 +36,12 @@ import Testing
         #expect(line(.init(isSyncing: false, lastSynced: synced, lastError: nil), offlineMode: true) == "offline — showing cached data from \(clock)")
         #expect(line(.init(isSyncing: false, lastSynced: nil, lastError: nil), offlineMode: true) == "offline — nothing cached yet")
         #expect(line(.init(isSyncing: false, lastSynced: nil, lastError: offline)) == "offline — nothing cached yet", "a first sync that found no network")
-        #expect(line(.init(isSyncing: false, lastSynced: synced, lastError: broken)) == "sync failed: \(broken.message) — showing data from \(clock)")
+        // What happened and what to do, never the message for logs (an operation's name, SQLite's words).
+        #expect(line(.init(isSyncing: false, lastSynced: synced, lastError: broken)) == "sync failed: the server's answer could not be read; check the address, or try again later — showing data from \(clock)")
+        let full = SyncError(code: .storage, message: "FetchForumFeed failed: cache error: write failed (SQLite error 13: database or disk is full)", date: now, storageProblem: .diskFull)
+        #expect(line(.init(isSyncing: false, lastSynced: synced, lastError: full)) == "sync failed: the disk is full, so the new items were not saved; free some space and try again — showing data from \(clock)")
+        let failing = SyncError(code: .server, message: "FetchForumFeed failed: server answered 503 Service Unavailable", date: now, status: 503)
+        #expect(line(.init(isSyncing: false, lastSynced: nil, lastError: failing)) == "sync failed: the server failed (status 503); try again later")
         let busy = NetworkController.Activity(queued: 2, running: 1, blocked: 0, limit: 4, backingOff: 0)
         #expect(line(.init(isSyncing: false, lastSynced: synced, lastError: nil), quality: .good, activity: busy) == "last synced 2 min ago · network good · 2 queued, 1 running")
     }

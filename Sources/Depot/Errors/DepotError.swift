@@ -132,12 +132,20 @@ public struct DepotError: Error, Sendable, CustomStringConvertible, LocalizedErr
         self.underlying = underlying
     }
 
-    /// One sentence that says what failed and why.
+    /// One sentence that says what failed and why, for logs.
     ///
     /// For example: `FetchTimeline failed: server answered 503 Service Unavailable (body: "maintenance")`.
+    /// A failure of the local cache outside any operation (opening it, say)
+    /// names no request, since none was made: `cache error: cannot open the store at …`.
     public var description: String {
-        let subject = operation ?? "request"
-        var text = "\(subject) failed: \(reason)"
+        var text: String
+        if let operation {
+            text = "\(operation) failed: \(reason)"
+        } else if code == .storage {
+            text = reason
+        } else {
+            text = "request failed: \(reason)"
+        }
         if let bodyExcerpt, !bodyExcerpt.isEmpty {
             text += " (body: \"\(bodyExcerpt)\")"
         }

@@ -151,6 +151,11 @@ extension Outbox {
         }
     }
 
+    /// The storage problems that may pass while the app runs (space freed,
+    /// another process done, permissions given back): a commit that meets
+    /// one leaves its entry pending, to be sent again.
+    static let passingProblems: Set<DepotError.StorageProblem> = [.diskFull, .locked, .readOnly, .noPermission]
+
     /// One attempt for one entry, and what its answer decides.
     private func deliver<M: Mutation>(_ mutation: M, entry: OutboxEntry) async -> Disposition {
         let key = entry.id.rawValue
@@ -182,6 +187,14 @@ extension Outbox {
                 // launch sends it again with its key (the server answers as
                 // it did the first time).
                 if store.isClosing { return .stop }
+                // The store could not write now (a full disk, another
+                // process's lock): the transaction rolled back whole, so the
+                // entry is still pending as it was. It goes again later with
+                // its key, and the server answers as it did the first time:
+                // the commit then happens once.
+                if let problem = error.storageProblem, Self.passingProblems.contains(problem) {
+                    return .again(DepotError(.storage, operation: M.typeName, status: status, detail: "the server accepted it, but its commit could not be written", underlying: error))
+                }
                 // The server has it, but the local rows could not take the
                 // answer: stop here rather than send it again and again.
                 let failure = DepotError(.processing, operation: M.typeName, status: status, detail: "commit failed", underlying: error)

@@ -44,10 +44,10 @@ struct StoreOpening: Sendable {
             do {
                 return try openReadOnly()
             } catch {
-                throw DepotError.storage(error, detail: "cannot open the store at \(path)")
+                throw DepotError.opening(error, path: path)
             }
         } catch {
-            throw DepotError.storage(error, detail: "cannot open the store at \(path)")
+            throw DepotError.opening(error, path: path)
         }
     }
 
