@@ -98,11 +98,12 @@ import Testing
         }
     }
 
-    @Test func aFileThatIsNoDatabaseIsDamaged() async throws {
+    /// With the default, such a file is rebuilt (`StoreRecoveryTests`).
+    @Test func aFileThatIsNoDatabaseIsDamagedWhenTheAppChoseToFail() async throws {
         try await withFile { path in
             try Data("garbage".utf8).write(to: URL(fileURLWithPath: path))
             let error = #expect(throws: DepotError.self) {
-                _ = try Store(path: path, migrator: Item.migrator)
+                _ = try Store(path: path, migrator: Item.migrator, onCorruption: .fail)
             }
             #expect(error?.storageProblem == .damaged)
             #expect(error?.description.hasPrefix("cache error: cannot open the store at") == true, "\(String(describing: error))")
