@@ -21,11 +21,18 @@ extension ExampleSupport {
     }
 
     /// Opens the app's cache (``cacheFile(app:path:)``) with the busy
-    /// timeout of ``busyTimeoutVariable``.
+    /// timeout of ``busyTimeoutVariable``, and tells the user, once, on
+    /// standard error, if it was damaged and rebuilt, or if it opened
+    /// read-only.
     ///
+    /// - Parameters:
+    ///   - precious: The app's rows a rebuild keeps besides its outbox and
+    ///     the rows retention protects (Timeline's pending posts, say).
     /// - Throws: A `DepotError` (`.storage`) that says why it could not,
     ///   with its ``/DepotStore/DepotError/storageProblem``.
-    public static func openCache(app: String, path: String?, migrator: DatabaseMigrator, retention: Retention? = nil) throws(DepotError) -> Store {
+    public static func openCache(
+        app: String, path: String?, migrator: DatabaseMigrator, retention: Retention? = nil, keeping precious: [PreciousRows] = []
+    ) throws(DepotError) -> Store {
         let file: URL
         do {
             file = try cacheFile(app: app, path: path)
@@ -34,7 +41,16 @@ extension ExampleSupport {
         }
         var configuration = GRDB.Configuration()
         if let seconds = busyTimeout() { configuration.busyMode = .timeout(seconds) }
-        return try Store(path: file.path, migrator: migrator, configuration: configuration, retention: retention)
+        let store = try Store(
+            path: file.path, migrator: migrator, configuration: configuration, retention: retention,
+            onCorruption: .rebuild(keeping: precious))
+        if let recovery = store.lastRecovery {
+            write(["\(app): \(recovery)"], to: .standardError)
+        }
+        if store.isReadOnly {
+            write(["\(app): \(PlainFailure.readOnlyCache(app: app, cacheFile: file.path))"], to: .standardError)
+        }
+        return store
     }
 
     /// Tells `error` on standard error as `app: <what happened>. <What to do>.`

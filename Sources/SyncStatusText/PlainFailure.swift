@@ -32,6 +32,16 @@ public struct PlainFailure: Sendable, Hashable, CustomStringConvertible {
         "\(Self.capitalized(happened)). \(Self.capitalized(remedy))."
     }
 
+    /// A cache the app can read and not write (a read-only file system, a
+    /// file without write permission): "The cache file X is read-only, so
+    /// nerdfeed shows what it holds but cannot save changes. Make it and its
+    /// folder writable to save them."
+    public static func readOnlyCache(app: String, cacheFile: String) -> PlainFailure {
+        PlainFailure(
+            happened: "the cache file \(cacheFile) is read-only, so \(app) shows what it holds but cannot save changes",
+            remedy: "make it and its folder writable to save them")
+    }
+
     /// Both halves in one clause, for a status line: "the disk is full, so …; free some space and try again".
     public var clause: String { "\(happened); \(remedy)" }
 

@@ -81,7 +81,9 @@ struct Session {
     static func run(_ options: ServerOptions, sending: Bool = true, _ body: @MainActor (Session) async throws -> Void) async throws {
         let store: Store
         do {
-            store = try ExampleSupport.openCache(app: "senbei", path: options.cache, migrator: SenbeiSchema.migrator)
+            store = try ExampleSupport.openCache(
+                app: "senbei", path: options.cache, migrator: SenbeiSchema.migrator,
+                keeping: [.table(RejectedChange.databaseTableName)])
         } catch {
             throw ExampleSupport.tell(error, app: "senbei", while: .opening, cacheFile: options.cache)
         }

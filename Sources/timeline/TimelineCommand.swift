@@ -92,7 +92,9 @@ struct TimelineCommand: AsyncParsableCommand {
         }
         let store: Store
         do {
-            store = try ExampleSupport.openCache(app: "timeline", path: cache, migrator: TimelineSchema.migrator)
+            store = try ExampleSupport.openCache(
+                app: "timeline", path: cache, migrator: TimelineSchema.migrator,
+                keeping: [.table(PendingPost.databaseTableName)])
         } catch {
             throw ExampleSupport.tell(error, app: "timeline", while: .opening, cacheFile: cache)
         }

@@ -10,13 +10,15 @@ import Testing
 
 /// Each example app, run as a user runs it, against each storage problem
 /// made real: a full disk (a small tmpfs, filled), a read-only cache, a
-/// cache a newer version wrote, a cache another process holds locked, and
-/// one the user may not open. Each says one plain sentence with what to do,
-/// exits with status 1, and shows nothing technical.
+/// cache a newer version wrote, a cache another process holds locked, one
+/// the user may not open, and a damaged one. Each says plain sentences with
+/// what to do, and shows nothing technical. A damaged cache is rebuilt and
+/// the command goes on; a read-only one is shown and the change refused;
+/// the others end the command with status 1.
 @Suite(.timeLimit(.minutes(5)))
 struct StorageSentencesTests {
     enum Problem: String, CaseIterable, Sendable {
-        case diskFull, readOnly, newerSchema, locked, noPermission
+        case diskFull, readOnly, newerSchema, locked, noPermission, damaged
     }
 
     /// One app: how to make a cache with its schema, and the command that
@@ -27,6 +29,8 @@ struct StorageSentencesTests {
         var command: [String]
         /// What the command loses on a full disk, in the sentence.
         var diskFull: String
+        /// What the command says when its write meets a read-only cache (at `{cache}`).
+        var readOnly: String
         /// The tmpfs room left for the command: enough to open the cache
         /// (GRDB writes once at open, and SQLite maps 32 KB of `-shm`), not
         /// enough for the sync or the change. Found by trying; the windows
@@ -37,29 +41,40 @@ struct StorageSentencesTests {
 
     static let apps = [
         App(name: "nerdfeed", seed: ["--once", "--offline"], command: ["--once", "--port", "0"],
-            diskFull: "-- sync failed: the disk is full, so the new items were not saved; free some space and try again", roomLeft: 64 * 1_024),
+            diskFull: "-- sync failed: the disk is full, so the new items were not saved; free some space and try again",
+            readOnly: "-- sync failed: the cache file is read-only, so the new items were not saved; make it and its folder writable, or choose another file with --cache",
+            roomLeft: 64 * 1_024),
         App(name: "timeline", seed: ["--once", "--link", "offline"], command: ["--post", "hello"],
-            diskFull: "timeline: The disk is full, so your post was not saved. Free some space and try again.", roomLeft: 52 * 1_024),
+            diskFull: "timeline: The disk is full, so your post was not saved. Free some space and try again.",
+            readOnly: "timeline: The cache file {cache} is read-only, so your post was not saved. Make it and its folder writable, or choose another file with --cache.",
+            roomLeft: 52 * 1_024),
         App(name: "senbei", seed: ["outbox"], command: ["new-task", "Call Ann"],
-            diskFull: "senbei: The disk is full, so the task was not saved. Free some space and try again.", roomLeft: 60 * 1_024),
+            diskFull: "senbei: The disk is full, so the task was not saved. Free some space and try again.",
+            readOnly: "senbei: The cache file is read-only, so the task was not saved. Make it and its folder writable, or choose another file with --cache.",
+            roomLeft: 60 * 1_024),
     ]
 
     static var rows: [(App, Problem)] { apps.flatMap { app in Problem.allCases.map { (app, $0) } } }
 
-    /// The sentence `app` says for `problem` with its cache at `cache`.
-    static func sentence(_ app: App, _ problem: Problem, cache: String) -> String {
+    /// The lines `app` says for `problem` with its cache at `cache`, and its exit status.
+    static func sentences(_ app: App, _ problem: Problem, cache: String) -> (lines: [String], status: Int32) {
         let name = app.name
         return switch problem {
         case .diskFull:
-            app.diskFull
+            ([app.diskFull], 1)
         case .readOnly:
-            "\(name): The cache file \(cache) is read-only, so \(name) could not open its cache. Make it and its folder writable, or choose another file with --cache."
+            // It shows what the cache holds, and says why the change is lost.
+            (["\(name): The cache file \(cache) is read-only, so \(name) shows what it holds but cannot save changes. Make it and its folder writable to save them.",
+              app.readOnly.replacingOccurrences(of: "{cache}", with: cache)], 1)
         case .newerSchema:
-            "\(name): The cache file \(cache) was written by a newer version of \(name), so \(name) could not open its cache. Update \(name), or choose another file with --cache."
+            (["\(name): The cache file \(cache) was written by a newer version of \(name), so \(name) could not open its cache. Update \(name), or choose another file with --cache."], 1)
         case .locked:
-            "\(name): Another program kept the cache locked for too long, so \(name) could not open its cache. Close the program that uses it, or wait for it to finish, and try again."
+            (["\(name): Another program kept the cache locked for too long, so \(name) could not open its cache. Close the program that uses it, or wait for it to finish, and try again."], 1)
         case .noPermission:
-            "\(name): You have no permission to use the cache file \(cache), so \(name) could not open its cache. Give your user read and write access to it and its folder, or choose another file with --cache."
+            (["\(name): You have no permission to use the cache file \(cache), so \(name) could not open its cache. Give your user read and write access to it and its folder, or choose another file with --cache."], 1)
+        case .damaged:
+            // Rebuilt: said once, and the command goes on.
+            (["\(name): The cache file was damaged and has been rebuilt; the damaged file is at \(cache).damaged-"], 0)
         }
     }
 
@@ -85,9 +100,6 @@ struct StorageSentencesTests {
         case .diskFull:
             run = try await Self.onAFullDisk(place.path, seed: seed, roomLeft: app.roomLeft, executable, arguments)
         case .readOnly:
-            // TODO(issue 38: the engineer adding the read-only open mode on
-            // main): with that mode the apps may read such a cache; until
-            // then they say they cannot open it. Change this row's sentence then.
             try FileManager.default.copyItem(atPath: seed, toPath: cache)
             try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: cache)
             run = try await Self.asAnotherUser(owning: place.path, folderMode: 0o555, executable, arguments)
@@ -100,6 +112,12 @@ struct StorageSentencesTests {
             let queue = try DatabaseQueue(path: cache)
             try await queue.write { db in try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('from-a-newer-version')") }
             try queue.close()
+            run = try await spawn(executable, arguments)
+        case .damaged:
+            try FileManager.default.copyItem(atPath: seed, toPath: cache)
+            let file = try #require(FileHandle(forUpdatingAtPath: cache))
+            try file.write(contentsOf: Data(repeating: 0x41, count: 100))
+            try file.close()
             run = try await spawn(executable, arguments)
         case .locked:
             try FileManager.default.copyItem(atPath: seed, toPath: cache)
@@ -114,10 +132,14 @@ struct StorageSentencesTests {
         }
 
         let terminal = run.output + run.error
-        let expected = Self.sentence(app, problem, cache: cache)
-        #expect(run.status == 1, "\(app.name), \(problem): status \(run.status)\n\(terminal)")
+        let expected = Self.sentences(app, problem, cache: cache)
+        #expect(run.status == expected.status, "\(app.name), \(problem): status \(run.status)\n\(terminal)")
         let lines = terminal.split(separator: "\n").map(String.init)
-        #expect(lines.contains(expected), "\(app.name), \(problem): expected\n\(expected)\ngot\n\(terminal)")
+        for line in expected.lines {
+            // The damaged file's name ends with the time of the rebuild.
+            let said = problem == .damaged ? lines.contains { $0.hasPrefix(line) } : lines.contains(line)
+            #expect(said, "\(app.name), \(problem): expected\n\(line)\ngot\n\(terminal)")
+        }
         for technical in ["SQLite", "request failed", "Error:", "DepotError", "DatabaseError"] {
             #expect(!terminal.contains(technical), "\(app.name), \(problem) shows \(technical):\n\(terminal)")
         }

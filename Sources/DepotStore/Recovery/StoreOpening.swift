@@ -122,9 +122,10 @@ struct StoreOpening: Sendable {
             let plain = try DatabaseQueue(path: path, configuration: configuration)
             try plain.read { db in _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
             queue = plain
-        } catch let error where (error as? DatabaseError)?.resultCode == .SQLITE_CANTOPEN {
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CANTOPEN || error.resultCode == .SQLITE_READONLY {
             // A file in WAL mode whose `-shm` cannot be made (a read-only
-            // folder): SQLite reads it as immutable, without the WAL index.
+            // folder: `SQLITE_READONLY_DIRECTORY`, or `SQLITE_CANTOPEN`):
+            // SQLite reads it as immutable, without the WAL index.
             var components = URLComponents()
             components.scheme = "file"
             components.path = URL(fileURLWithPath: path).path
