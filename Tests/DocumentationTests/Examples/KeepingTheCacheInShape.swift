@@ -119,4 +119,17 @@ enum CacheShapeExamples {
         let watch = Task { await store.watchOtherProcesses(every: .seconds(1)) }
         watch.cancel()
     }
+
+    static func damagedFile(path: String, migrator: DatabaseMigrator, log: (String) -> Void, showBanner: (String) -> Void) throws {
+        let store = try Store(
+            path: path,
+            migrator: migrator,
+            onCorruption: .rebuild(keeping: [.table("draft"), .rows(in: "task", where: "isStarred = 1")]))
+        if let recovery = store.lastRecovery {
+            showBanner(recovery.description)   // "The cache file was damaged and has been rebuilt, keeping 2 pending changes…"
+            log("cache rebuilt: \(recovery.error)")   // the SQLite code and statement
+        }
+        let strict = try Store(path: path, migrator: migrator, onCorruption: .fail)
+        _ = (store, strict)
+    }
 }
