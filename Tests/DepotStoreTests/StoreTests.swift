@@ -48,6 +48,37 @@ import Testing
         #expect(columns.contains("note"))
     }
 
+    /// Opens that race for a new file take turns: the file is made in place,
+    /// so every opener's lock is on the same file. (Made aside and renamed,
+    /// as `FileManager.createFile` does, two openers could lock two files,
+    /// migrate at once and meet "UNIQUE constraint failed: grdb_migrations".)
+    @Test func openersRacingForANewFileAllOpenIt() async throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for round in 0..<20 {
+            let path = folder.appending(path: "race-\(round).sqlite").path
+            let failures = await withTaskGroup(of: String?.self) { group in
+                for _ in 0..<6 {
+                    group.addTask {
+                        // Threads of their own: each open blocks on the lock.
+                        await withCheckedContinuation { continuation in
+                            Thread.detachNewThread {
+                                do {
+                                    _ = try Store(path: path, migrator: Item.migrator)
+                                    continuation.resume(returning: nil)
+                                } catch {
+                                    continuation.resume(returning: "\(error)")
+                                }
+                            }
+                        }
+                    }
+                }
+                return await group.compactMap { $0 }.reduce(into: [String]()) { $0.append($1) }
+            }
+            #expect(failures.isEmpty, "round \(round): \(failures)")
+        }
+    }
+
     @Test func aPathThatCannotBeOpenedIsAStorageError() throws {
         let error = #expect(throws: DepotError.self) {
             try Store(path: "/nonexistent-folder-\(UUID().uuidString)/cache.sqlite")
