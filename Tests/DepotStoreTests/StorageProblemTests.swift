@@ -106,7 +106,7 @@ import Testing
                 _ = try Store(path: path, migrator: Item.migrator, onCorruption: .fail)
             }
             #expect(error?.storageProblem == .damaged)
-            #expect(error?.description.hasPrefix("cache error: cannot open the store at") == true, "\(String(describing: error))")
+            #expect(error?.description.hasPrefix("cache error: the store at") == true, "\(String(describing: error))")
         }
     }
 
