@@ -186,6 +186,8 @@ struct SyncRecord: Sendable {
     var url: String
     var tags: Set<String>
     var mutationTypes: [String: any Mutation.Type]
+    /// Whether the operation caches a value (``CachedValueOperation``).
+    var isValue: Bool
 
     init<Operation: CachingOperation>(_ operation: Operation, response: NetworkResponse, url: String, store: Store) {
         key = operation.cacheKey
@@ -195,6 +197,7 @@ struct SyncRecord: Sendable {
         self.url = url
         tags = operation.cacheTags
         mutationTypes = store.mutationTypes.withLock { $0 }
+        isValue = operation is any CachedValueOperation
     }
 
     /// Re-applies pending mutations and records the success, with its
@@ -206,6 +209,7 @@ struct SyncRecord: Sendable {
         try SyncLedger.recordSuccess(for: key, at: now, validators: validators, url: url, in: db)
         try SyncLedger.recordFreshness(freshness, for: key, url: url, in: db)
         try SyncLedger.setTags(tags, for: key, in: db)
+        if isValue { try ValueTable.stamp(key: key, at: now, in: db) }
     }
 }
 

@@ -243,7 +243,8 @@ public final class Store: Sendable {
         let unknown: [String]
         do {
             (ready, unknown) = try writer.read { db in
-                (try SyncLedger.isCurrent(db) && db.tableExists(OutboxTable.name) && PagingTable.exists(db) && migrator.hasCompletedMigrations(db),
+                (try SyncLedger.isCurrent(db) && db.tableExists(OutboxTable.name) && PagingTable.exists(db) && db.tableExists(ValueTable.name)
+                    && migrator.hasCompletedMigrations(db),
                  try unknownMigrations(migrator, db))
             }
         } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR {
@@ -270,6 +271,7 @@ public final class Store: Sendable {
                 try SyncLedger.createTable(db)
                 try OutboxTable.create(db)
                 try PagingTable.create(db)
+                try ValueTable.create(db)
             }
             try migrator.migrate(writer)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR {

@@ -38,6 +38,7 @@ import Testing
 
     static let types: [String: Any.Type] = [
         "AsyncHTTPClientTransport": AsyncHTTPClientTransport.self,
+        "CachedValueOperation": (any CachedValueOperation).Type.self,
         "CatchUpReport": CatchUpReport.self,
         "ChangeFeed": (any ChangeFeed).Type.self,
         "ChangePage": ChangePage<Int>.self,
@@ -68,6 +69,8 @@ import Testing
         "InterceptorDecision": InterceptorDecision.self,
         "OAuth2PasswordGrant": OAuth2PasswordGrant.self,
         "OAuth2TokenEndpoint": OAuth2TokenEndpoint.self,
+        "LiveValue": LiveValue<Int>.self,
+        "LiveValueUpdates": LiveValueUpdates<Int>.self,
         "PreciousRows": PreciousRows.self,
         "ResponseInterceptor": (any ResponseInterceptor).Type.self,
         "StoreRecoveries": StoreRecoveries.self,

@@ -133,7 +133,8 @@ struct StoreOpening: Sendable {
             queue = try DatabaseQueue(path: components.string ?? path, configuration: configuration)
         }
         let ready = try queue.read { db in
-            try SyncLedger.isCurrent(db) && db.tableExists(OutboxTable.name) && PagingTable.exists(db) && migrator.hasCompletedMigrations(db)
+            try SyncLedger.isCurrent(db) && db.tableExists(OutboxTable.name) && PagingTable.exists(db) && db.tableExists(ValueTable.name)
+                && migrator.hasCompletedMigrations(db)
         }
         guard ready else {
             throw DepotError(.storage, detail: "the store at \(path) is read-only and needs a migration this app cannot write")

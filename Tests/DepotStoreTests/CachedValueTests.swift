@@ -1,0 +1,332 @@
+import DemoServer
+import Depot
+import DepotAsyncHTTPClient
+import DepotTesting
+import Foundation
+import GRDB
+import Observation
+import Synchronization
+import Testing
+@testable import DepotStore
+
+/// The light path: a `Codable` value cached by key, with no table of the
+/// app's own, against real store files.
+@Suite(.timeLimit(.minutes(1))) @MainActor struct CachedValueTests {
+    /// Top songs as depot-server serves them (iTunes' JSON shape).
+    struct Chart: Decodable, Sendable {
+        struct Label: Decodable, Sendable { var label: String }
+        struct Entry: Decodable, Sendable {
+            var title: Label
+            var artist: Label
+        }
+        struct Feed: Decodable, Sendable { var entry: [Entry] }
+        var feed: Feed
+
+        var songs: [Song] {
+            feed.entry.map { Song(name: $0.title.label, artistName: $0.artist.label) }
+        }
+    }
+
+    struct Song: Codable, Sendable, Equatable {
+        var name: String
+        var artistName: String
+    }
+
+    struct FetchTopSongs: CachedValueOperation {
+        var request: NetworkRequest { .get("topsongs/limit=25/json") }
+        var cacheTags: Set<String> { ["charts"] }
+
+        func parse(_ response: NetworkResponse, context: OperationContext) async throws -> [Song] {
+            try response.decode(Chart.self).songs
+        }
+    }
+
+    /// A profile, served by the fixture transport: its JSON is the value.
+    struct Profile: Codable, Sendable, Equatable {
+        var name: String
+        var tags: [String]
+    }
+
+    struct FetchProfile: CachedValueOperation {
+        typealias Value = Profile
+        var request: NetworkRequest { .get("profile") }
+        var cacheKey: String { "profile" }
+    }
+
+    /// The next app version's profile: the same key, another shape.
+    struct ProfileV2: Codable, Sendable, Equatable {
+        var displayName: String
+    }
+
+    struct FetchProfileV2: CachedValueOperation {
+        typealias Value = ProfileV2
+        var request: NetworkRequest { .get("profile/v2") }
+        var cacheKey: String { "profile" }
+    }
+
+    /// The same shape with another meaning: a raised version.
+    struct FetchProfileReread: CachedValueOperation {
+        typealias Value = Profile
+        static var valueVersion: Int { 2 }
+        var request: NetworkRequest { .get("profile") }
+        var cacheKey: String { "profile" }
+    }
+
+    /// Adds a tag to the profile, optimistically.
+    struct AddTag: Mutation {
+        static let typeName = "AddTag"
+        var payload: String
+        init(payload: String) { self.payload = payload }
+        var request: NetworkRequest { .post("profile/tags", json: ["tag": payload]) }
+        func applyOptimistically(_ db: Database) throws {
+            try FetchProfile().modifyCachedValue(in: db) { $0.tags.append(payload) }
+        }
+        func commit(_ response: NetworkResponse, _ db: Database) throws {
+            try FetchProfile().writeCachedValue(response.decode(Profile.self), to: db)
+        }
+        func rollback(_ error: DepotError, _ db: Database) throws {
+            try FetchProfile().revertCachedValue(in: db)
+        }
+    }
+
+    struct Setup {
+        let folder: URL
+        let date = ManualDate()
+        var path: String { folder.appending(path: "cache.sqlite").path }
+
+        func store(retention: Retention? = nil) throws -> Store {
+            try Store(path: path, retention: retention, environment: .init(date: date.provider))
+        }
+
+        func controller(_ transport: any Transport, baseURL: URL = URL(string: "http://fixture.test")!, store: Store) -> NetworkController {
+            var configuration = NetworkController.Configuration(baseURL: baseURL, transport: transport, observability: .init(notificationCenter: nil))
+            configuration.store = store
+            configuration.environment = .init(date: date.provider)
+            return NetworkController(configuration: configuration)
+        }
+    }
+
+    func withSetup<T>(_ body: (Setup) async throws -> T) async throws -> T {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        return try await body(Setup(folder: folder))
+    }
+
+    static func json<T: Encodable>(_ value: T) throws -> FixtureTransport.Fixture {
+        .data(try JSONEncoder().encode(value), headers: ["Content-Type": "application/json"])
+    }
+
+    /// The next value `updates` delivers that `predicate` accepts.
+    static func next<Value: Sendable>(_ updates: Recorder<Value?>, where predicate: @escaping @Sendable (Value?) -> Bool) async throws -> Value? {
+        try await updates.next(where: predicate)
+    }
+
+    // MARK: - Fetch, cache, show
+
+    @Test func aValueIsFetchedCachedAndShownWithNoTableOfTheAppsOwn() async throws {
+        try await DemoServer.withRunning(.init(port: 0)) { server in
+            try await withSetup { setup in
+                let store = try setup.store()
+                let controller = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
+                let songs = try controller.value(for: FetchTopSongs())
+                #expect(songs.value == nil, "nothing before the first sync")
+                let updates = Recorder(songs.updates())
+                let shown = try await updates.next { ($0?.count ?? 0) == 25 }
+                #expect(shown?.first?.name.isEmpty == false)
+                #expect(songs.syncStatus.lastSynced != nil)
+                // One row in Depot's own table, under the operation's key, with its type.
+                let rows = try await store.read { db in
+                    try Row.fetchAll(db, sql: "SELECT key, type, version FROM depot_values").map { [$0["key"], $0["type"], String($0["version"] as Int)] as [String] }
+                }
+                #expect(rows == [[FetchTopSongs().cacheKey, String(reflecting: [Song].self), "1"]])
+
+                // A second sync: the server's ETag makes it a 304, the value stays.
+                let second = try await controller.perform(FetchTopSongs())
+                #expect(second.written == nil, "a 304")
+                #expect(songs.value?.count == 25)
+                _ = await controller.shutdown(grace: .zero)
+                try await store.close()
+
+                // A cold start offline shows the last value at once.
+                let reopened = try setup.store()
+                let offline = FixtureTransport()
+                offline.isOffline = true
+                let coldController = setup.controller(offline, store: reopened)
+                let cold = try coldController.value(for: FetchTopSongs(), policy: .cacheOnly)
+                #expect(cold.value == shown)
+                #expect(cold.syncStatus.lastSynced != nil)
+                _ = await coldController.shutdown(grace: .zero)
+                try await reopened.close()
+            }
+        }
+    }
+
+    @Test func theThreeWaysOfFollowingAValueSeeEachWrite() async throws {
+        try await withSetup { setup in
+            let store = try setup.store()
+            let transport = FixtureTransport(["/profile": try Self.json(Profile(name: "Ann", tags: []))])
+            let controller = setup.controller(transport, store: store)
+            let profile = try controller.value(for: FetchProfile(), policy: .cacheOnly)
+
+            let called = Mutex<[Profile?]>([])
+            let observation = profile.start { value in called.withLock { $0.append(value) } }
+            let updates = Recorder(profile.updates())
+            let observed = Mutex(false)
+            withObservationTracking { _ = profile.value } onChange: { observed.withLock { $0 = true } }
+
+            _ = try await controller.perform(FetchProfile())
+            let ann = Profile(name: "Ann", tags: [])
+            #expect(try await updates.next { $0 == ann } == ann)
+            #expect(observed.withLock { $0 })
+            #expect(called.withLock { $0 } == [nil, ann])
+
+            // After cancel() returns, no call.
+            observation.cancel()
+            try await store.write { db in try FetchProfile().writeCachedValue(Profile(name: "Bo", tags: []), to: db) }
+            #expect(try await updates.next { $0?.name == "Bo" }?.name == "Bo")
+            #expect(called.withLock { $0 } == [nil, ann])
+            _ = await controller.shutdown(grace: .zero)
+        }
+    }
+
+    // MARK: - Invalidation and retention
+
+    @Test func invalidationByKeyPrefixOrTagRefetchesTheValue() async throws {
+        try await DemoServer.withRunning(.init(port: 0)) { server in
+            try await withSetup { setup in
+                let store = try setup.store()
+                let controller = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
+                let songs = try controller.value(for: FetchTopSongs(), policy: .cacheFirst(maxAge: .seconds(3_600)))
+                let states = Recorder(songs.syncStatus.updates())
+                _ = try await states.next { $0.lastSynced != nil && !$0.isSyncing }
+                let firstSync = try #require(songs.syncStatus.lastSynced)
+                for target in [CacheInvalidation.key(FetchTopSongs().cacheKey), .keyPrefix("GET topsongs"), .tag("charts")] {
+                    setup.date.advance(by: 1)
+                    let before = try #require(songs.syncStatus.lastSynced)
+                    #expect(try await store.ledger.invalidate(target) == 1)
+                    _ = try await states.next { ($0.lastSynced ?? .distantPast) > before && !$0.isSyncing }
+                }
+                #expect(try #require(songs.syncStatus.lastSynced) > firstSync)
+                _ = await controller.shutdown(grace: .zero)
+            }
+        }
+    }
+
+    @Test func anEvictedValueGoesAndIsFetchedAgain() async throws {
+        try await withSetup { setup in
+            let retention = Retention(policies: [.cachedValues(keeping: [.maxAge(.seconds(3_600), by: "updatedAt")])])
+            let store = try setup.store(retention: retention)
+            await store.evictionIdle()
+            let transport = FixtureTransport(["/profile": try Self.json(Profile(name: "Ann", tags: []))])
+            let controller = setup.controller(transport, store: store)
+            let profile = try controller.value(for: FetchProfile(), policy: .cacheFirst(maxAge: .seconds(86_400)))
+            let updates = Recorder(profile.updates())
+            _ = try await updates.next { $0?.name == "Ann" }
+            let requests = transport.requests.count
+
+            transport.respond(to: "/profile", with: try Self.json(Profile(name: "Ann again", tags: [])))
+            setup.date.advance(by: 7_200)
+            let report = try await store.evict()
+            #expect(report.rowsEvicted["depot_values"] == 1)
+            // Gone, then fetched again although the policy's day has not passed.
+            _ = try await updates.next { $0 == nil }
+            #expect(try await updates.next { $0 != nil }?.name == "Ann again")
+            #expect(transport.requests.count == requests + 1)
+            _ = await controller.shutdown(grace: .zero)
+        }
+    }
+
+    // MARK: - Schema evolution
+
+    @Test func aStoredValueThatNoLongerDecodesIsAMissAndIsRefetched() async throws {
+        try await withSetup { setup in
+            let store = try setup.store()
+            let transport = FixtureTransport([
+                "/profile": try Self.json(Profile(name: "Ann", tags: ["a"])),
+                "/profile/v2": try Self.json(ProfileV2(displayName: "Ann B.")),
+            ])
+            let controller = setup.controller(transport, store: store)
+            _ = try await controller.perform(FetchProfile())
+
+            // The next app version: the stored Profile is no ProfileV2.
+            let v2 = try controller.value(for: FetchProfileV2(), policy: .cacheFirst(maxAge: .seconds(86_400)))
+            #expect(v2.value == nil)
+            #expect(v2.error?.code == .decoding)
+            let updates = Recorder(v2.updates())
+            #expect(try await updates.next { $0 != nil } == ProfileV2(displayName: "Ann B."))
+            #expect(v2.error == nil)
+            #expect(transport.requests.map(\.url.path) == ["/profile", "/profile/v2"])
+
+            // A raised version: the same shape, read as a miss too.
+            let reread = try controller.value(for: FetchProfileReread(), policy: .cacheOnly)
+            #expect(reread.value == nil)
+            #expect(reread.error?.code == .decoding)
+            #expect(try await store.read { db in try FetchProfile().cachedValue(in: db) } == nil)
+            _ = await controller.shutdown(grace: .zero)
+        }
+    }
+
+    // MARK: - Optimistic writes
+
+    @Test func anOptimisticChangeShowsStaysOnTopOfRefreshesAndCommits() async throws {
+        try await withSetup { setup in
+            let store = try setup.store()
+            let transport = FixtureTransport(["/profile": try Self.json(Profile(name: "Ann", tags: ["a"]))])
+            let controller = setup.controller(transport, store: store)
+            let profile = try controller.value(for: FetchProfile(), policy: .cacheOnly)
+            let updates = Recorder(profile.updates())
+            _ = try await controller.perform(FetchProfile())
+
+            transport.isOffline = true
+            let outbox = Outbox(store: store, controller: controller, types: [AddTag.self], waitsForNetwork: false)
+            let ticket = try await outbox.send(AddTag(payload: "b"))
+            #expect(try await updates.next { $0?.tags == ["a", "b"] }?.tags == ["a", "b"])
+
+            // A refresh brings the server's value; the pending tag goes on top.
+            transport.isOffline = false
+            transport.respond(to: "/profile", with: try Self.json(Profile(name: "Ann Lee", tags: ["a"])))
+            transport.respond(to: "/profile/tags", with: try Self.json(Profile(name: "Ann Lee", tags: ["a", "b"])))
+            _ = try await controller.perform(FetchProfile())
+            #expect(try await store.read { db in try FetchProfile().cachedValue(in: db) } == Profile(name: "Ann Lee", tags: ["a", "b"]))
+
+            // Sent: the server's answer is the value, with nothing kept beside it.
+            try await outbox.start()
+            #expect(try await ticket.outcome().get().status == 200)
+            #expect(try await store.read { db in try Data.fetchOne(db, sql: "SELECT server FROM depot_values") } == nil)
+            #expect(profile.value == Profile(name: "Ann Lee", tags: ["a", "b"]))
+            _ = await controller.shutdown(grace: .zero)
+        }
+    }
+
+    @Test func aRefusedChangeRollsTheValueBackToTheServersAndRefetches() async throws {
+        try await withSetup { setup in
+            let store = try setup.store()
+            let transport = FixtureTransport([
+                "/profile": try Self.json(Profile(name: "Ann", tags: ["a"])),
+                "/profile/tags": .status(422),
+            ])
+            let controller = setup.controller(transport, store: store)
+            let profile = try controller.value(for: FetchProfile(), policy: .cacheFirst(maxAge: .seconds(86_400)))
+            let updates = Recorder(profile.updates())
+            _ = try await updates.next { $0?.tags == ["a"] }
+            let states = Recorder(profile.syncStatus.updates())
+            let firstSync = try #require(try await states.next { !$0.isSyncing && $0.lastSynced != nil }.lastSynced)
+            setup.date.advance(by: 1)
+
+            let outbox = Outbox(store: store, controller: controller, types: [AddTag.self])
+            let ticket = try await outbox.send(AddTag(payload: "b"))
+            guard case .failure(let refusal) = await ticket.outcome() else {
+                Issue.record("the server refused the tag: the send must fail")
+                return
+            }
+            #expect(refusal.status == 422)
+            // Rolled back to the server's value, and fetched again once, though
+            // the policy's day has not passed.
+            _ = try await updates.next { $0?.tags == ["a"] }
+            _ = try await states.next { !$0.isSyncing && ($0.lastSynced ?? .distantPast) > firstSync }
+            #expect(transport.requests.filter { $0.url.path == "/profile" }.count == 2)
+            #expect(try await store.read { db in try Data.fetchOne(db, sql: "SELECT server FROM depot_values") } == nil)
+            _ = await controller.shutdown(grace: .zero)
+        }
+    }
+}
