@@ -212,11 +212,16 @@ final class RangeScript: Sendable {
         let urgent = Task { try await controller.perform(FetchRaw(url: Self.urgent, priority: .high)) }
         #expect(try await transport.waitingAtGate(atLeast: 1).map(\.url) == [Self.urgent])
         finishFirstRange()
-        // The one wait left that polls: nothing the controller publishes marks a
-        // download starting to wait between ranges (no event, no observation of
-        // `activity`), so the test reads `activity` until it says so, or until
-        // the transport sees the next range asked for.
-        while controller.activity.pausedBetweenRanges == 0, ranges.count < 2 { await Task.yield() }
+        // Whichever fact comes first: the download waits between ranges
+        // (right), or asks for its next range (wrong: the callers'
+        // expectations on `ranges` then fail).
+        let transport = self.transport
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await controller.waitUntilPausedBetweenRanges() }
+            group.addTask { _ = try? await transport.requests(atLeast: 3) }
+            await group.next()
+            group.cancelAll()
+        }
         return (download, urgent)
     }
 

@@ -55,16 +55,41 @@ extension NetworkController {
                 // Registered under the lock only if no urgent job ended and no
                 // cancellation came in the meantime (a cancellation handler that
                 // ran first found nothing to resume).
-                let goesOn = state.withLock { state -> Bool in
-                    if Task.isCancelled || state.scheduler.mayContinueRanges(of: job) { return true }
+                let (goesOn, watchers) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
+                    if Task.isCancelled || state.scheduler.mayContinueRanges(of: job) { return (true, []) }
                     state.rangeWaiters[id] = (job, continuation)
-                    return false
+                    defer { state.rangePauseWatchers.removeAll() }
+                    return (false, Array(state.rangePauseWatchers.values))
                 }
                 if goesOn { continuation.resume() }
+                for watcher in watchers { watcher.resume() }
             }
         } onCancel: {
             let waiter = state.withLock { $0.rangeWaiters.removeValue(forKey: id) }
             waiter?.continuation.resume()
+        }
+    }
+
+    /// Returns once a download waits between two byte ranges (at once if
+    /// one does), or the calling task is cancelled: the fact tests wait on
+    /// instead of reading ``activity`` until it says so.
+    package func waitUntilPausedBetweenRanges() async {
+        let key = state.withLock { state -> UInt64 in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if Task.isCancelled || !state.rangeWaiters.isEmpty { return true }
+                    state.rangePauseWatchers[key] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            let watcher = state.withLock { $0.rangePauseWatchers.removeValue(forKey: key) }
+            watcher?.resume()
         }
     }
 

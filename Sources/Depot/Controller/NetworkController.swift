@@ -89,6 +89,8 @@ public final class NetworkController: Sendable {
         /// Delayable downloads waiting to ask for their next byte range while
         /// urgent work runs (see ``DelayablePacing``), by registration.
         var rangeWaiters: [UInt64: (job: Ticket.ID, continuation: CheckedContinuation<Void, Never>)] = [:]
+        /// Who waits for a download to pause between ranges (`waitUntilPausedBetweenRanges`).
+        var rangePauseWatchers: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var conditions: ConditionsState
         /// The offline probe loop, while offline.
         var probeTask: Task<Void, Never>?
