@@ -43,7 +43,8 @@ import TimelineKit
         let connections: Connections
 
         /// Time moves only while the controller's work waits on the link or
-        /// the clock, and the feed's driver waits on the controller or the clock.
+        /// the clock, and the feed's driver waits on the controller or the
+        /// clock with everything it heard handled (its status is up to date).
         var settled: @Sendable () -> Bool {
             let controller = simulator.settled(with: self.controller)
             let feed = feed
@@ -151,7 +152,13 @@ import TimelineKit
         }) { session in
             let states = Recorder(session.feed.status.updates())
             let watch = session.feed.watch()
+            // Time moves only once the feed handled what it heard: in the
+            // middle of the spell its status says so.
+            try await session.run(for: .seconds(10))
+            #expect(session.feed.status.live == .offline)
+            #expect(try session.posts() == [1])
             try await session.run { (try? session.posts()) == [1, 2] }
+            #expect(session.feed.status.live == .live)
             // The spell cut the stream; it said offline, and came back from event 1 after the spell.
             _ = try await states.next { $0.live == .offline }
             _ = try await states.next { $0.live == .live }

@@ -268,14 +268,14 @@ public final class NetworkController: Sendable {
         return try Self.typed(result, as: Operation.Output.self, operation: operation.name).get()
     }
 
-    private static func typed<Output>(_ result: Swift.Result<any Sendable, DepotError>, as: Output.Type, operation: @autoclosure () -> String) -> Swift.Result<Output, DepotError> {
+    static func typed<Output>(_ result: Swift.Result<any Sendable, DepotError>, as: Output.Type, operation: @autoclosure () -> String) -> Swift.Result<Output, DepotError> {
         result.flatMap { value in
             if let output = value as? Output { return .success(output) }
             return .failure(DepotError(.processing, operation: operation(), detail: "output of type \(type(of: value)) is not \(Output.self)"))
         }
     }
 
-    private func makeTicket<Operation: NetworkOperation>(for operation: Operation, tap: (@Sendable (NetworkEvent) -> Void)? = nil) -> Ticket {
+    func makeTicket<Operation: NetworkOperation>(for operation: Operation, tap: (@Sendable (NetworkEvent) -> Void)? = nil) -> Ticket {
         let id = Ticket.ID(rawValue: Self.ticketCounter.wrappingAdd(1, ordering: .relaxed).newValue)
         return Ticket(id: id, operationName: operation.name, controller: self, tap: tap)
     }
@@ -285,7 +285,7 @@ public final class NetworkController: Sendable {
     ///   - startsImmediately: Start this ticket's job on the calling thread
     ///     if it can start at once (`perform`: the caller is about to suspend anyway).
     @discardableResult
-    private func submit<Operation: NetworkOperation>(
+    func submit<Operation: NetworkOperation>(
         _ operation: Operation,
         ticket: Ticket? = nil,
         after dependencies: [Ticket],

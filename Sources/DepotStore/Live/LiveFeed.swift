@@ -118,11 +118,17 @@ public final class LiveFeed<Feed: ChangeFeed> {
     private nonisolated let parking: FeedParking
     private var lingerTask: Task<Void, Never>?
     private var subscribers: [UUID: AsyncStream<LiveFeedEvent<Feed.Change>>.Continuation] = [:]
-    /// What the stream's task reports, in order, to the main actor.
+    /// What the stream and the controller report, in order, to the main
+    /// actor: one sequence, so that the status follows the order things
+    /// happened in, however late the main actor reads it.
     private let updates: AsyncStream<Update>.Continuation
     private var updatesTask: Task<Void, Never>?
 
     enum Update: Sendable {
+        /// The controller started an attempt of the stream (or a retry).
+        case started
+        /// The controller holds the stream until the network is back.
+        case waitingForNetwork
         case opened
         case applied([Feed.Change])
         case skipped(DepotError)
@@ -153,6 +159,7 @@ public final class LiveFeed<Feed: ChangeFeed> {
             for await update in stream {
                 guard let self else { return }
                 self.handle(update)
+                self.parking.handled()
             }
         }
     }
@@ -255,6 +262,10 @@ public final class LiveFeed<Feed: ChangeFeed> {
 
     private func handle(_ update: Update) {
         switch update {
+        case .started:
+            if status.live == .offline { status.live = .connecting }
+        case .waitingForNetwork:
+            if runTask != nil { status.live = .offline }
         case .opened:
             if runTask != nil { status.live = .live }
         case .applied(let changes):
@@ -269,8 +280,17 @@ public final class LiveFeed<Feed: ChangeFeed> {
     private func run() async {
         var needsCatchUp = (try? store.ledger.currentCursor(for: feed.syncKey)) == nil
         var quietConnections = 0
-        let watcher = watchOffline()
-        defer { watcher.cancel() }
+        let updates = updates
+        let parking = parking
+        let report: @Sendable (Update) -> Void = { Self.report($0, to: updates, parking: parking) }
+        // The controller's word on the stream's ticket, in one sequence with the stream's own.
+        let onEvent: @Sendable (NetworkEvent) -> Void = { event in
+            switch event.kind {
+            case .waitingForNetwork: report(.waitingForNetwork)
+            case .started, .retried: report(.started)
+            default: break
+            }
+        }
         while !Task.isCancelled {
             if needsCatchUp {
                 do {
@@ -290,18 +310,17 @@ public final class LiveFeed<Feed: ChangeFeed> {
             }
             status.live = .connecting
             let applied = Mutex(0)
-            let updates = updates
             let operation = EventStreamOperation(
                 feed: feed, eventsRequest: eventsRequest, idleDeadline: configuration.idleDeadline, maximumEventSize: configuration.maximumEventSize,
                 observer: EventStreamObserver(
-                    opened: { updates.yield(.opened) },
+                    opened: { report(.opened) },
                     applied: { count, _ in applied.withLock { $0 += 1 } },
                     delivered: { changes in
-                        if let changes = changes as? [Feed.Change] { updates.yield(.applied(changes)) }
+                        if let changes = changes as? [Feed.Change] { report(.applied(changes)) }
                     },
-                    skipped: { updates.yield(.skipped($0)) }))
+                    skipped: { report(.skipped($0)) }))
             do throws(DepotError) {
-                let end = try await controller.performQueuedAtOnce(operation, parking: parking)
+                let end = try await controller.performQueuedAtOnce(operation, parking: parking, onEvent: onEvent)
                 guard !Task.isCancelled else { return }
                 quietConnections = applied.withLock { $0 } > 0 ? 0 : quietConnections + 1
                 switch end {
@@ -367,19 +386,10 @@ public final class LiveFeed<Feed: ChangeFeed> {
         return deadline(clock)
     }
 
-    /// Shows `offline` while the stream waits for the network.
-    private func watchOffline() -> Task<Void, Never> {
-        let events = controller.events()
-        let name = "\(Feed.self) events"
-        return Task { [weak self] in
-            for await event in events where event.operation == name {
-                guard let self else { return }
-                switch event.kind {
-                case .waitingForNetwork: self.status.live = .offline
-                case .started, .retried: if self.status.live == .offline { self.status.live = .connecting }
-                default: break
-                }
-            }
-        }
+    /// Hands `update` to the main actor. Until it is handled the feed does
+    /// not count as parked: a simulated clock waits for its status.
+    private nonisolated static func report(_ update: Update, to updates: AsyncStream<Update>.Continuation, parking: FeedParking) {
+        parking.reported()
+        if case .terminated = updates.yield(update) { parking.handled() }
     }
 }

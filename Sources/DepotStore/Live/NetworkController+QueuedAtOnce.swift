@@ -7,13 +7,15 @@ extension NetworkController {
     /// actor before it queues, so a driver on the main actor would, for a
     /// moment, have neither queued work nor a sleep that anyone can see (a
     /// simulator deciding whether time may move). Cancelling the calling task
-    /// cancels the ticket.
+    /// cancels the ticket. `onEvent` sees the ticket's events in order, on the
+    /// thread that delivers them.
     @MainActor
-    func performQueuedAtOnce<Operation: NetworkOperation>(_ operation: Operation, parking: FeedParking? = nil) async throws(DepotError) -> Operation.Output {
+    func performQueuedAtOnce<Operation: NetworkOperation>(_ operation: Operation, parking: FeedParking? = nil, onEvent: (@Sendable (NetworkEvent) -> Void)? = nil) async throws(DepotError) -> Operation.Output {
         let holder = Mutex<(ticket: Ticket?, cancelled: Bool)>((nil, false))
         let result: Result<Operation.Output, DepotError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let ticket = enqueue(operation) { continuation.resume(returning: $0) }
+                let resume: @MainActor @Sendable (Result<Operation.Output, DepotError>) -> Void = { continuation.resume(returning: $0) }
+                let ticket = onEvent.map { enqueue(operation, onEvent: $0, completion: resume) } ?? enqueue(operation, completion: resume)
                 parking?.ticket = ticket
                 let cancelled = holder.withLock { state in
                     state.ticket = ticket
@@ -41,6 +43,7 @@ final class FeedParking: Sendable {
         var ticket: Ticket?
         var sleeping = false
         var woken = false
+        var reports = 0
     }
 
     private let state = Mutex(State())
@@ -70,10 +73,22 @@ final class FeedParking: Sendable {
         set { state.withLock { $0.running = newValue } }
     }
 
-    /// Whether the driver waits on the controller or the clock (or does not run).
+    /// The stream or the controller reported something the main actor has not
+    /// handled yet (``reported()`` before the report is sent).
+    func reported() {
+        state.withLock { $0.reports += 1 }
+    }
+
+    /// The main actor handled a report, or it was never sent.
+    func handled() {
+        state.withLock { $0.reports -= 1 }
+    }
+
+    /// Whether the driver waits on the controller or the clock (or does not
+    /// run), and the feed has handled every report: its status is up to date.
     var isParked: Bool {
         state.withLock { state in
-            if state.woken { return false }
+            if state.woken || state.reports > 0 { return false }
             guard state.running else { return true }
             if let ticket = state.ticket { return !ticket.isFinished }
             return state.sleeping
