@@ -236,6 +236,42 @@ import Testing
         }
     }
 
+    /// One of many values, each under a key of its own.
+    struct FetchBlob: CachedValueOperation {
+        typealias Value = [String]
+        var number: Int
+        var request: NetworkRequest { .get("blob/\(number)") }
+        var cacheKey: String { "blob-\(number)" }
+    }
+
+    @Test func aSizeBudgetEvictsTheOldestValues() async throws {
+        try await withSetup { setup in
+            let budget = 400_000
+            // Values are few and large: a batch of one, or the first batch takes them all.
+            let retention = Retention(
+                policies: [.cachedValues(keeping: [.maxAge(.seconds(365 * 86_400), by: "updatedAt")])],
+                sizeBudget: budget, batchSize: 1)
+            let store = try setup.store(retention: retention)
+            await store.evictionIdle()
+            let transport = FixtureTransport()
+            transport.respondToOtherPaths(with: try Self.json(Array(repeating: String(repeating: "v", count: 1_000), count: 60)))
+            let controller = setup.controller(transport, store: store)
+            // Twelve values of 60 KB, value i synced i hours after the first.
+            for number in 0..<12 {
+                _ = try await controller.perform(FetchBlob(number: number))
+                setup.date.advance(by: 3_600)
+            }
+            await store.evictionIdle()
+            let report = try await store.evict()
+            let kept = try await store.read { db in try String.fetchAll(db, sql: "SELECT key FROM depot_values ORDER BY updatedAt") }
+            #expect(try await store.read(Evictor.usedBytes) <= budget)
+            #expect(kept.last == "blob-11", "the newest stays")
+            #expect(!kept.contains("blob-0"), "the oldest goes")
+            #expect(kept.count < 12 && kept.count > 1, "\(kept), \(report)")
+            _ = await controller.shutdown(grace: .zero)
+        }
+    }
+
     // MARK: - Schema evolution
 
     @Test func aStoredValueThatNoLongerDecodesIsAMissAndIsRefetched() async throws {
@@ -281,6 +317,9 @@ import Testing
             let outbox = Outbox(store: store, controller: controller, types: [AddTag.self], waitsForNetwork: false)
             let ticket = try await outbox.send(AddTag(payload: "b"))
             #expect(try await updates.next { $0?.tags == ["a", "b"] }?.tags == ["a", "b"])
+            // Its attempt found no network: queued, its lane stopped.
+            await outbox.waitUntilIdle()
+            #expect(try await outbox.snapshot().pendingCount == 1)
 
             // A refresh brings the server's value; the pending tag goes on top.
             transport.isOffline = false

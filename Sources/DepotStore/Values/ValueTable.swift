@@ -121,7 +121,8 @@ extension RetentionPolicy {
     /// A policy for the values ``CachedValueOperation``s cache (their table,
     /// `depot_values`). A value's date is its last write, in the column
     /// `updatedAt`; a removed value's key is marked stale, so a live value
-    /// refetches it.
+    /// refetches it. Under a size budget, give the ``Retention`` a small
+    /// `batchSize`: values are few and large, and a batch goes whole.
     ///
     /// ```swift
     /// let retention = Retention(policies: [
