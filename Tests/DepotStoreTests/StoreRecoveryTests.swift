@@ -21,17 +21,7 @@ import Testing
 
     static let migrator: DatabaseMigrator = {
         var migrator = OutboxTests.migrator
-        migrator.registerMigration("notes") { db in
-            try db.create(table: "note") { t in
-                t.primaryKey("id", .integer)
-                t.column("feed", .text).notNull()
-                t.column("createdAt", .datetime).notNull()
-                t.column("rank", .integer).notNull()
-                t.column("isRead", .boolean).notNull().defaults(to: false)
-                t.column("starred", .boolean).notNull().defaults(to: false)
-                t.column("body", .text).notNull().defaults(to: "")
-            }
-        }
+        Note.registerMigration(in: &migrator)
         return migrator
     }()
 

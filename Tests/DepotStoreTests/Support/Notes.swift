@@ -20,6 +20,12 @@ struct Note: Codable, Hashable, Sendable, Identifiable, FetchableRecord, Persist
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
+        registerMigration(in: &migrator)
+        return migrator
+    }
+
+    /// Adds the note table's migration to `migrator`.
+    static func registerMigration(in migrator: inout DatabaseMigrator) {
         migrator.registerMigration("notes") { db in
             try db.create(table: "note") { t in
                 t.primaryKey("id", .integer)
@@ -31,7 +37,6 @@ struct Note: Codable, Hashable, Sendable, Identifiable, FetchableRecord, Persist
                 t.column("body", .text).notNull().defaults(to: "")
             }
         }
-        return migrator
     }
 
     /// `count` notes from id `first`, spread over `feeds`, note `i` made `i` days before `now`.
