@@ -99,7 +99,7 @@ enum SenbeiRoutes {
     static func add(to router: Router<DemoRequestContext>, state: ServerState) {
         let store = state.crm
         // Every write honours Idempotency-Key; a 401 comes first and claims no key.
-        let keys = IdempotencyKeys()
+        let keys = IdempotencyKeys { state.countDelivery(ofIdempotencyKey: $0, route: $1) }
         let tokens = OAuthTokens(server: state)
         OAuthTokens.add(to: router, tokens: tokens)
         let crm = router.group().add(middleware: CRMAuthMiddleware(tokens: tokens))
