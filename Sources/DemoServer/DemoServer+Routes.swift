@@ -45,6 +45,11 @@ extension DemoServer {
                 "GET  /accounts, /contacts, /leads, /opportunities, /campaigns",
                 "     ?page=N&per_page=M&query=Q",
                 "POST /contacts {\"name\", \"email\"?}: 201 with the contact; 422 field errors",
+                "GET  /contacts/:id  the contact; ETag: \"<version>\" (version: 1, 2, …)",
+                "PATCH /contacts/:id {\"name\"?, \"email\"?, \"company\"?, \"phone\"?},",
+                "DELETE /contacts/:id  need If-Match: \"<version>\": 200 (the next version)",
+                "     or 204; 412 stale (the contact now); 428 no If-Match; 404",
+                "     ?idempotency=ignored: a server that ignores Idempotency-Key",
                 "GET  /comments?contact_id=ID, POST /comments, DELETE /comments/:id",
                 "GET  /tasks, POST /tasks, PUT /tasks/:id/complete",
                 "GET  /activities",
@@ -107,7 +112,7 @@ extension DemoServer {
         RouteGroup(
             name: "stats", purpose: "what the server did", authentication: nil,
             routes: [
-                "GET  /_stats  requests per route, bytes sent, 304s",
+                "GET  /_stats  requests per route, bytes sent, 304s, Idempotency-Keys",
             ],
             sample: "/_stats"),
     ]

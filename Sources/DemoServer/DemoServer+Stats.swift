@@ -11,10 +11,27 @@ extension DemoServer {
         public var notModified: Int = 0
         /// `POST /oauth/token` requests by `grant_type` (`password`, `refresh_token`).
         public var tokenGrants: [String: Int] = [:]
+        /// Requests that reached a write route with an `Idempotency-Key`, per
+        /// key, then per method and path (`PATCH /contacts/3`): replays count,
+        /// requests refused before the route (401, `offline`, `failRate`) do not.
+        public var idempotencyKeys: [String: [String: Int]] = [:]
     }
 
     /// A copy of the counters.
     public var currentStats: Stats { state.stats.withLock { $0 } }
+
+    /// How many requests with the `Idempotency-Key` `key` reached each write
+    /// route, by method and path: what a test counts to prove that a client
+    /// sent a change once (see ``Stats/idempotencyKeys``).
+    ///
+    /// For example:
+    ///
+    /// ```swift
+    /// #expect(server.deliveries(ofIdempotencyKey: "k-1") == ["PATCH /contacts/3": 1])
+    /// ```
+    public func deliveries(ofIdempotencyKey key: String) -> [String: Int] {
+        state.stats.withLock { $0.idempotencyKeys[key] ?? [:] }
+    }
 }
 
 /// Counts requests per route and bytes sent.

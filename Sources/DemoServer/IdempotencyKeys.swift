@@ -19,6 +19,13 @@ import Synchronization
 ///
 /// A handler that throws forgets the key: nothing was answered, so the
 /// client may try again. Requests without the header are handled as they come.
+/// A replay carries the first answer's status, `Content-Type`, body and `ETag`.
+///
+/// Every request that reaches ``respond(to:deduplicating:_:)`` with a key is
+/// counted (replays too) by the `countDelivery` closure, which the server
+/// keeps in ``DemoServer/Stats/idempotencyKeys``: that is how a test proves a
+/// client sent a change once. A route that passes `deduplicating: false` (a
+/// server that does not honour the header) counts too, then always handles.
 /// The 409's body names the key, which is what `Mutation.isStillProcessing`
 /// looks for to try again later instead of giving up.
 ///
@@ -41,6 +48,8 @@ final class IdempotencyKeys: Sendable {
         var status: Int
         var contentType: String?
         var body: Data
+        /// The answer's `ETag`, if it had one (a contact's version).
+        var eTag: String? = nil
     }
 
     /// What a key allows a request to do.
@@ -63,6 +72,14 @@ final class IdempotencyKeys: Sendable {
     }
 
     private let keys = Mutex<[String: Remembered]>([:])
+    private let countDelivery: @Sendable (_ key: String, _ route: String) -> Void
+
+    /// Makes an empty set of keys; `countDelivery` is told of every request with
+    /// a key that reaches ``respond(to:deduplicating:_:)``, with its route
+    /// (`"PATCH /contacts/3"`, the path without the query).
+    init(countDelivery: @escaping @Sendable (_ key: String, _ route: String) -> Void = { _, _ in }) {
+        self.countDelivery = countDelivery
+    }
 
     // MARK: - The rules (no I/O)
 
@@ -91,10 +108,14 @@ final class IdempotencyKeys: Sendable {
     // MARK: - On a route
 
     /// Collects the request's body and answers it by the rules above; `handle`
-    /// gets the body and runs at most once per key.
-    func respond(to request: Request, _ handle: (ByteBuffer) async throws -> Response) async throws -> Response {
+    /// gets the body and runs at most once per key, unless `deduplicating` is
+    /// `false`: then the key is counted and otherwise ignored, as a server that
+    /// does not know the header would.
+    func respond(to request: Request, deduplicating: Bool = true, _ handle: (ByteBuffer) async throws -> Response) async throws -> Response {
         let body = try await request.body.collect(upTo: 1 << 20)
         guard let key = request.headers[Self.header] else { return try await handle(body) }
+        countDelivery(key, "\(request.method) \(request.uri.path)")
+        guard deduplicating else { return try await handle(body) }
         let fingerprint = "\(request.method) \(request.uri.path)\n\(String(buffer: body))"
         switch claim(key, fingerprint: fingerprint) {
         case .fresh:
@@ -118,13 +139,14 @@ final class IdempotencyKeys: Sendable {
         let collector = BodyCollector()
         let status = response.status
         let contentType = response.headers[.contentType]
+        let eTag = response.headers[.eTag]
         do {
             try await response.body.write(collector)
         } catch {
             release(key)
             throw error
         }
-        let answer = Answer(status: status.code, contentType: contentType, body: Data(buffer: collector.buffer.withLock { $0 }))
+        let answer = Answer(status: status.code, contentType: contentType, body: Data(buffer: collector.buffer.withLock { $0 }), eTag: eTag)
         record(answer, for: key)
         return Self.response(answer)
     }
@@ -132,6 +154,7 @@ final class IdempotencyKeys: Sendable {
     private static func response(_ answer: Answer) -> Response {
         var headers = HTTPFields()
         if let contentType = answer.contentType { headers[.contentType] = contentType }
+        if let eTag = answer.eTag { headers[.eTag] = eTag }
         // No body at all for an empty one: a 204 must not carry a length.
         let body: ResponseBody = answer.body.isEmpty ? .init() : .init(byteBuffer: ByteBuffer(bytes: answer.body))
         return Response(status: .init(code: answer.status), headers: headers, body: body)

@@ -2,20 +2,23 @@ import Foundation
 import Hummingbird
 
 extension SenbeiRoutes {
-    /// A CRM change: a contact or a task as it is now (created, or completed).
+    /// A CRM change: a contact or a task as it is now (created, edited, or
+    /// completed), or a contact deleted.
     ///
     /// The CRM has one change feed for both collections, so that a client
-    /// follows every edit with one cursor and one connection. No route deletes
-    /// a contact or a task, so there are no delete events yet; one would be
-    /// `delete-contact` / `delete-task` with `{"id":N}`.
+    /// follows every edit with one cursor and one connection. A deleted contact
+    /// is a tombstone, as the Timeline's deleted posts are: `delete-contact`
+    /// with `{"id":N}`. No route deletes a task; one would be `delete-task`.
     enum Change: FeedChange {
         case contact(Entity)
         case task(CRMTask)
+        case deleteContact(id: Int)
 
         var event: String {
             switch self {
             case .contact: "contact"
             case .task: "task"
+            case .deleteContact: "delete-contact"
             }
         }
 
@@ -23,11 +26,15 @@ extension SenbeiRoutes {
             switch self {
             case .contact(let contact): String(decoding: try encoder.encode(contact), as: UTF8.self)
             case .task(let task): String(decoding: try encoder.encode(task), as: UTF8.self)
+            case .deleteContact(let id): #"{"id":\#(id)}"#
             }
         }
 
         func entryMembers() throws -> String {
-            #""\#(event)":\#(try data())"#
+            switch self {
+            case .contact, .task: #""\#(event)":\#(try data())"#
+            case .deleteContact(let id): #""id":\#(id)"#
+            }
         }
     }
 
@@ -41,9 +48,11 @@ extension SenbeiRoutes {
     ///
     /// Events are `event: contact` and `event: task` with the item exactly as
     /// `GET /contacts` and `GET /tasks` encode it (a completed task has
-    /// `"completed":true`, and leaves `GET /tasks`). Entries of `/crm/changes`
-    /// are `{"seq":N,"change":"contact","contact":{…}}` and
-    /// `{"seq":N,"change":"task","task":{…}}`. `GET /contacts` (every list)
+    /// `"completed":true`, and leaves `GET /tasks`; an edited contact has its
+    /// new `version`), and `event: delete-contact` with `{"id":N}`. Entries of
+    /// `/crm/changes` are `{"seq":N,"change":"contact","contact":{…}}`,
+    /// `{"seq":N,"change":"task","task":{…}}` and
+    /// `{"seq":N,"change":"delete-contact","id":N}`. `GET /contacts` (every list)
     /// and `GET /tasks` carry the feed's `Change-Cursor`. The stream and the
     /// page follow ``EventStream`` and ``ChangeFeed/changesResponse(to:)``.
     static func addChanges(to crm: RouterGroup<DemoRequestContext>, state: ServerState) {

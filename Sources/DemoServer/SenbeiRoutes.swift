@@ -9,17 +9,27 @@ import Seeded
 /// Lists answer `{"items": [...], "page": N, "per_page": M, "total": T}`;
 /// validation errors answer 422 with `{"errors": {"field": ["message"]}}`, and
 /// errors that belong to no field (a missing record) use the field `base`, as Rails does.
-/// A task without a due date is due "as soon as possible". Every write
-/// (`POST /contacts`, `POST /comments`, `DELETE /comments/:id`, `POST /tasks`,
-/// `PUT /tasks/:id/complete`) honours `Idempotency-Key` (``IdempotencyKeys``).
+/// A task without a due date is due "as soon as possible". Contacts have
+/// versions, and are edited and deleted only at the version the client names
+/// (``addContacts(to:keys:store:)``). Every write (`POST /contacts`,
+/// `PATCH /contacts/:id`, `DELETE /contacts/:id`, `POST /comments`,
+/// `DELETE /comments/:id`, `POST /tasks`, `PUT /tasks/:id/complete`) honours
+/// `Idempotency-Key` (``IdempotencyKeys``).
 /// Every change to a contact or a task is numbered in one CRM change feed,
 /// served at `GET /crm/events` and `GET /crm/changes` (``addChanges(to:state:)``).
 enum SenbeiRoutes {
+    /// A record of any of the ``kinds``, as its list encodes it.
     struct Entity: Codable, Sendable, Hashable {
         var id: Int
         var name: String
         var email: String?
         var company: String?
+        /// A contact's phone number; `nil` (left out of the JSON, as `email`
+        /// and `company` are) until a `PATCH /contacts/:id` sets one.
+        var phone: String? = nil
+        /// 1 when made, one more on every change: a contact's `ETag` is
+        /// `"<version>"` (``SenbeiRoutes/eTag(_:)``).
+        var version = 1
     }
 
     struct Comment: Codable, Sendable, Hashable {
@@ -99,7 +109,7 @@ enum SenbeiRoutes {
     static func add(to router: Router<DemoRequestContext>, state: ServerState) {
         let store = state.crm
         // Every write honours Idempotency-Key; a 401 comes first and claims no key.
-        let keys = IdempotencyKeys()
+        let keys = IdempotencyKeys { state.countDelivery(ofIdempotencyKey: $0, route: $1) }
         let tokens = OAuthTokens(server: state)
         OAuthTokens.add(to: router, tokens: tokens)
         let crm = router.group().add(middleware: CRMAuthMiddleware(tokens: tokens))
@@ -127,18 +137,7 @@ enum SenbeiRoutes {
                 return try json(Page(items: items, page: page, perPage: perPage, total: all.count), changeCursor: cursor)
             }
         }
-        crm.post("/contacts") { request, _ in
-            try await keys.respond(to: request) { data in
-                struct NewContact: Decodable { var name: String?; var email: String? }
-                let body = try? decode(NewContact.self, data)
-                var errors: [String: [String]] = [:]
-                if (body?.name ?? "").trimmingCharacters(in: .whitespaces).isEmpty { errors["name"] = ["can't be blank"] }
-                if let email = body?.email, !email.contains("@") { errors["email"] = ["is invalid"] }
-                guard errors.isEmpty, let name = body?.name else { return try invalid(errors) }
-                let contact = store.write { store, log in store.addContact(name: name, email: body?.email, log: &log) }
-                return try json(contact, status: .created)
-            }
-        }
+        addContacts(to: crm, keys: keys, store: store)
         crm.get("/comments") { request, _ in
             let pair = ["account", "contact", "lead", "opportunity", "campaign"].lazy
                 .compactMap { type in request.uri.queryParameters.get("\(type)_id", as: Int.self).map { (type, $0) } }

@@ -43,6 +43,12 @@ final class ServerState: Sendable {
         self.crm = SenbeiRoutes.makeFeed(configuration, today: configuration.epoch)
     }
 
+    /// Counts a request with an `Idempotency-Key` that reached a write route
+    /// (``IdempotencyKeys``), for ``DemoServer/Stats/idempotencyKeys``.
+    func countDelivery(ofIdempotencyKey key: String, route: String) {
+        stats.withLock { $0.idempotencyKeys[key, default: [:]][route, default: 0] += 1 }
+    }
+
     /// The conditions for a request path: the route's, over the global ones.
     func conditions(for path: String) -> NetworkConditions {
         link.withLock { $0.global.overridden(by: $0.routes[path]) }

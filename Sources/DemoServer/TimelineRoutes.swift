@@ -31,7 +31,7 @@ enum TimelineRoutes {
 
     static func add(to router: Router<DemoRequestContext>, state: ServerState) {
         let feed = state.timeline
-        let keys = IdempotencyKeys()
+        let keys = IdempotencyKeys { state.countDelivery(ofIdempotencyKey: $0, route: $1) }
 
         router.get("/timeline") { request, _ in
             let since = request.uri.queryParameters.get("since", as: Int.self) ?? 0

@@ -132,6 +132,8 @@ import Testing
             #expect(again.headers["idempotent-replayed"] == "true")
             let other = try await send(server, .POST, "/posts", json: #"{"text": "something else"}"#, headers: ["Idempotency-Key": "k-1"])
             #expect(other.status == 422)
+            // Every request with the key reached the route, replayed or refused: the server counts them.
+            #expect(server.deliveries(ofIdempotencyKey: "k-1") == ["POST /posts": 3])
             let timeline = try array(try await send(server, .GET, "/timeline?since=30", headers: [:]).body)
             #expect(timeline.count == 1)
             let empty = try await send(server, .POST, "/posts", json: #"{"text": ""}"#, headers: [:])
