@@ -7,8 +7,8 @@ import GRDB
 /// numbers them, whoever made it.
 ///
 /// The enum is final on purpose: these are the four kinds of change the
-/// CRM's feed defines (the server sends no deletions yet, but it has named
-/// them: `delete-contact` and `delete-task`, which Senbei already applies).
+/// CRM's feed defines. Deletions come as tombstones, `delete-contact` (a
+/// contact deleted with `DELETE /contacts/:id`) and `delete-task`.
 public enum CRMChange: Sendable, Hashable {
     /// A contact was created (or written again), as `GET /contacts` lists it.
     /// Its ``Entity/page`` and ``Entity/position`` are the cache's business.
