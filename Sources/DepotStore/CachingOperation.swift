@@ -114,9 +114,17 @@ extension CachingOperation {
     /// Adds the validators of the last full response from this URL to a
     /// conditional request.
     public func prepare(_ request: inout TransportRequest, context: OperationContext) async throws {
+        try await addValidators(to: &request, context: context, holdsData: { _ in true })
+    }
+
+    /// Adds the validators of the last full response from this URL, if
+    /// `holdsData` says the cache holds what they validate: a 304 confirms
+    /// the cached data, so without it the request must bring the data whole.
+    func addValidators(to request: inout TransportRequest, context: OperationContext, holdsData: @escaping @Sendable (Database) throws -> Bool) async throws {
         guard sendsConditionalRequests, !request.headers.contains("If-None-Match"), !request.headers.contains("If-Modified-Since") else { return }
         let url = SyncLedger.validatorKey(for: request.url)
-        guard let validators = try await context.requireStore(for: name).read({ db in try SyncLedger.validators(for: url, in: db) }) else { return }
+        let store = try context.requireStore(for: name)
+        guard let validators = try await store.read({ db in try holdsData(db) ? SyncLedger.validators(for: url, in: db) : nil }) else { return }
         if let etag = validators.etag { request.headers["If-None-Match"] = etag }
         if let lastModified = validators.lastModified { request.headers["If-Modified-Since"] = lastModified }
     }

@@ -44,8 +44,9 @@ import GRDB
 /// **Changing `Value`.** A stored value that no longer decodes (its type
 /// changed between app versions) is a miss: ``LiveValue`` shows `nil`, keeps
 /// the `DepotError` in ``LiveValue/error``, and the resource is refetched, as
-/// if it had never been synced. Raise ``valueVersion`` for a change that
-/// still decodes but means something else.
+/// if it had never been synced: without validators, so that a 304 cannot
+/// confirm the old shape. Raise ``valueVersion`` for a change that still
+/// decodes but means something else.
 public protocol CachedValueOperation: CachingOperation where Payload == Value, Written == Void {
     /// The value cached: what `parse` returns.
     associatedtype Value: Codable & Sendable
@@ -53,6 +54,13 @@ public protocol CachedValueOperation: CachingOperation where Payload == Value, W
     /// The version of `Value`'s meaning. A stored value of another version
     /// is a miss. Default: 1.
     static var valueVersion: Int { get }
+
+    /// Turns the response into the value. Runs outside the database
+    /// transaction. Default, when `Value` is `Decodable`: the JSON body.
+    ///
+    /// (``CachingOperation`` asks for it already; said again here so that
+    /// `Value` is inferred from `parse` in any file that uses the operation.)
+    func parse(_ response: NetworkResponse, context: OperationContext) async throws -> Value
 }
 
 extension CachedValueOperation {
@@ -61,6 +69,15 @@ extension CachedValueOperation {
     /// Stores `value` under ``CachingOperation/cacheKey``, as the server's.
     public func write(_ value: Value, to db: Database) throws {
         try writeCachedValue(value, to: db)
+    }
+
+    /// Adds the validators of the last full response from this URL, as a
+    /// ``CachingOperation`` does, but only while a value that decodes is
+    /// cached under the key: a 304 confirms what the cache holds, so a value
+    /// that is missing (evicted, or a key the table path synced) or no longer
+    /// decodes is fetched whole.
+    public func prepare(_ request: inout TransportRequest, context: OperationContext) async throws {
+        try await addValidators(to: &request, context: context, holdsData: { db in try self.cachedValue(in: db) != nil })
     }
 
     /// The cached value, or `nil` if there is none, or it no longer decodes

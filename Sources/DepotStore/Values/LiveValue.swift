@@ -113,8 +113,10 @@ extension NetworkController {
     ///
     /// The value shows what is cached at once; the refresh runs in the
     /// background, its progress and errors in ``LiveValue/syncStatus``. A
-    /// stored value that no longer decodes is a miss: the key is marked
-    /// stale, so every policy but `.cacheOnly` refetches it.
+    /// stored value that no longer decodes is a miss, and so is a key that
+    /// the ledger calls synced but that holds no value (a key the table path
+    /// cached in an earlier version): the key is marked stale, so every
+    /// policy but `.cacheOnly` refetches it, whole.
     ///
     /// ```swift
     /// let profile = try controller.value(for: FetchProfile(), policy: .cacheFirst(maxAge: .seconds(600)))
@@ -130,19 +132,30 @@ extension NetworkController {
         policy: CachePolicy = .cacheThenNetwork
     ) throws(DepotError) -> LiveValue<Operation.Value> {
         let store = try requireStore()
-        let request = StoredValue<Operation.Value>.request(key: operation.cacheKey, version: Operation.valueVersion)
-        // A value that no longer decodes: stale, so that the policy refetches it.
-        let stored: StoredValue<Operation.Value>?
+        let key = operation.cacheKey
+        let request = StoredValue<Operation.Value>.request(key: key, version: Operation.valueVersion)
+        // A miss the ledger does not know of is made stale, so that the
+        // policy refetches it: a value that no longer decodes, or none under a
+        // key the ledger calls synced (the table path cached it before).
+        let isUnknownMiss: Bool
         do {
-            stored = try store.writer.read { db in try request.fetchOne(db) }
+            isUnknownMiss = try store.writer.read { db in
+                switch try request.fetchOne(db)?.value {
+                case .success: return false
+                case .failure: return true
+                case nil:
+                    guard let entry = try SyncLedger.entry(for: key, in: db) else { return false }
+                    return entry.lastSynced != nil && !entry.isStale
+                }
+            }
         } catch {
-            throw DepotError.storage(error, detail: "cannot read the cached value of \(operation.cacheKey)")
+            throw DepotError.storage(error, detail: "cannot read the cached value of \(key)")
         }
-        if case .failure = stored?.value {
+        if isUnknownMiss {
             do {
-                _ = try store.writer.write { db in try SyncLedger.invalidate([.key(operation.cacheKey)], in: db) }
+                _ = try store.writer.write { db in try SyncLedger.invalidate([.key(key)], in: db) }
             } catch {
-                throw DepotError.storage(error, detail: "cannot mark the cached value of \(operation.cacheKey) stale")
+                throw DepotError.storage(error, detail: "cannot mark the cached value of \(key) stale")
             }
         }
         let results = try makeResults(
