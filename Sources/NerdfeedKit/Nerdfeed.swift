@@ -4,8 +4,9 @@ import Foundation
 import GRDB
 import Observation
 
-/// The Nerdfeed reader's model: the forum feed and the top-songs chart as live
-/// results from the cache, their sync statuses, refresh and read state.
+/// The Nerdfeed reader's model: the forum feed as live results from the cache,
+/// the top-songs chart as a live cached value, their sync statuses, refresh
+/// and read state.
 ///
 /// It is the view layer's one entry point. It reads only the cache; every
 /// network call goes through the controller's operations (``FetchForumFeed``,
@@ -36,8 +37,8 @@ public final class NerdfeedApp {
     public let isOffline: Bool
     /// The feed's newest items, newest first: at most the `itemLimit` given to ``init(controller:feedURL:songsLimit:itemLimit:autoRefresh:offline:waitsForNetwork:)``.
     public let items: ResultsController<FeedItem>
-    /// The top songs, by rank.
-    public let songs: ResultsController<Song>
+    /// The top songs, by rank: one cached value (`nil` before the first sync).
+    public let songs: LiveValue<[Song]>
     /// Whether the feed is syncing, when it last synced, and its last error.
     public let feedStatus: SyncStatus
     /// Whether the chart is syncing, when it last synced, and its last error.
@@ -73,15 +74,14 @@ public final class NerdfeedApp {
             for: FeedItem.newestFirst(feed: feedURL).limit(max(0, itemLimit)),
             refreshing: FetchForumFeed(url: feedURL, offlineBehavior: waitsForNetwork ? .waitForConnectivity : .failFast),
             policy: offline ? .cacheOnly : .cacheThenNetwork)
-        songs = try controller.results(
-            for: Song.byRank,
-            refreshing: FetchTopSongs(limit: songsLimit, offlineBehavior: waitsForNetwork ? .waitForConnectivity : .failFast),
+        songs = try controller.value(
+            for: FetchTopSongs(limit: songsLimit, offlineBehavior: waitsForNetwork ? .waitForConnectivity : .failFast),
             policy: offline ? .cacheOnly : FetchTopSongs.cachePolicy)
-        guard let feedStatus = items.syncStatus, let songsStatus = songs.syncStatus else {
+        guard let feedStatus = items.syncStatus else {
             throw DepotError(.storage, detail: "results came without a sync status")
         }
         self.feedStatus = feedStatus
-        self.songsStatus = songsStatus
+        songsStatus = songs.syncStatus
         if let autoRefresh, !offline {
             feedStatus.autoRefresh(every: autoRefresh)
             songsStatus.autoRefresh(every: max(autoRefresh, FetchTopSongs.maxAge))

@@ -3,7 +3,8 @@ import DepotStore
 import Foundation
 import GRDB
 
-/// The Nerdfeed cache's schema: the `feedItem` and `song` tables.
+/// The Nerdfeed cache's schema: the `feedItem` table. The top songs need
+/// none: ``FetchTopSongs`` caches the chart as one value, in Depot's own table.
 ///
 /// For example:
 ///
@@ -23,6 +24,9 @@ public enum NerdfeedSchema {
     ///   `awaitsIdentity`: the next merge of their feed moves each to the
     ///   identity of the item that comes with its link (its `guid` or Atom
     ///   `id`), so the read flag stays with the item.
+    /// - `nerdfeed-v3-songs-as-value`: drops `song`, which nothing reads any
+    ///   more: the chart is a cached value (``FetchTopSongs``), fetched again
+    ///   whole on the first run after the upgrade.
     public static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("nerdfeed-v1") { db in
@@ -37,7 +41,7 @@ public enum NerdfeedSchema {
             }
             // Serves FeedItem.newestFirst(feed:) without a sort step.
             try db.execute(sql: "CREATE INDEX feedItem_byFeedNewest ON feedItem(feed, published DESC, title, id)")
-            try db.create(table: Song.databaseTableName) { t in
+            try db.create(table: "song") { t in
                 t.primaryKey("id", .text)
                 t.column("rank", .integer).notNull().indexed()
                 t.column("title", .text).notNull()
@@ -70,6 +74,9 @@ public enum NerdfeedSchema {
             try db.execute(sql: "CREATE INDEX feedItem_byFeedNewest ON feedItem(feed, published DESC, title, id)")
             // Finds a feed's version 1 rows at the start of each merge; empty once they are adopted.
             try db.execute(sql: "CREATE INDEX feedItem_awaitingIdentity ON feedItem(feed) WHERE awaitsIdentity")
+        }
+        migrator.registerMigration("nerdfeed-v3-songs-as-value") { db in
+            try db.drop(table: "song")
         }
         return migrator
     }

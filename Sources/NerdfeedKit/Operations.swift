@@ -57,15 +57,17 @@ public struct FetchForumFeed: StreamingCachingOperation {
 }
 
 /// Fetches the top-songs chart (`topsongs/limit=N/json`, relative to the
-/// controller's base URL) and replaces the `song` table with it, in one transaction.
+/// controller's base URL) and caches it as one value, `[Song]` top first,
+/// under `topsongs`: Depot keeps it in its own table, so the app has no table
+/// or migration for it.
 ///
 /// For example, the original's five-minute cache:
 ///
 /// ```swift
-/// let songs = try controller.results(for: Song.byRank, refreshing: FetchTopSongs(),
-///                                    policy: FetchTopSongs.cachePolicy)
+/// let songs = try controller.value(for: FetchTopSongs(), policy: FetchTopSongs.cachePolicy)
+/// songs.value        // [Song]?, nil before the first sync
 /// ```
-public struct FetchTopSongs: CachingOperation {
+public struct FetchTopSongs: CachedValueOperation {
     /// How many songs to ask for (the server accepts 1 to 200).
     public let limit: Int
 
@@ -93,23 +95,11 @@ public struct FetchTopSongs: CachingOperation {
     /// `topsongs`: one chart in the cache, whatever its length.
     public var cacheKey: String { "topsongs" }
 
-    /// Decodes the iTunes-shaped JSON into songs ranked from 1.
+    /// Decodes the iTunes-shaped JSON into songs ranked from 1, top first. A
+    /// song listed twice is kept once, at its higher rank: each song is one
+    /// row of a list, told by its ``Song/id``.
     public func parse(_ response: NetworkResponse, context: OperationContext) async throws -> [Song] {
-        try TopSongsDocument.songs(from: response.body)
-    }
-
-    /// Replaces the chart: deletes every song, then inserts the new ones with one
-    /// cached statement. A song listed twice keeps its higher rank.
-    /// - Returns: How many songs the chart now holds.
-    public func write(_ songs: [Song], to db: Database) throws -> Int {
-        try Song.deleteAll(db)
-        let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO song (id, rank, title, artist, link) VALUES (?, ?, ?, ?, ?)")
-        var count = 0
-        for song in songs {
-            insert.setUncheckedArguments([song.id, song.rank, song.title, song.artist, song.link])
-            try insert.execute()
-            count += db.changesCount
-        }
-        return count
+        var seen = Set<String>()
+        return try TopSongsDocument.songs(from: response.body).filter { seen.insert($0.id).inserted }
     }
 }

@@ -1,18 +1,19 @@
 import Foundation
-import GRDB
 
-/// One entry of the top-songs chart, as the cache keeps it: a row of the `song` table.
+/// One entry of the top-songs chart. ``FetchTopSongs`` caches the whole chart
+/// as one value, `[Song]`, top first.
 ///
 /// The identity does not depend on the rank, so when a song moves up the
-/// chart, results controllers report a move rather than a deletion and an insertion.
+/// chart, a list that tells rows by `id` (SwiftUI's `ForEach`) shows a move
+/// rather than a deletion and an insertion.
 ///
 /// For example:
 ///
 /// ```swift
-/// let songs = try controller.results(for: Song.byRank, refreshing: FetchTopSongs(),
-///                                    policy: FetchTopSongs.cachePolicy)
+/// let songs = try controller.value(for: FetchTopSongs(), policy: FetchTopSongs.cachePolicy)
+/// for song in songs.value ?? [] { print(song.rank, song.title) }
 /// ```
-public struct Song: Codable, Hashable, Sendable, Identifiable, FetchableRecord, PersistableRecord {
+public struct Song: Codable, Hashable, Sendable, Identifiable {
     /// A stable identifier: the entry's `id.label` (the song's page), or its first link.
     public var id: String
     /// The position in the chart, from 1.
@@ -31,45 +32,5 @@ public struct Song: Codable, Hashable, Sendable, Identifiable, FetchableRecord, 
         self.title = title
         self.artist = artist
         self.link = link
-    }
-
-    /// The table's columns, for filters and orderings.
-    public enum Columns {
-        /// The stable identifier (primary key).
-        public static let id = Column("id")
-        /// The chart position.
-        public static let rank = Column("rank")
-        /// The title.
-        public static let title = Column("title")
-        /// The artist.
-        public static let artist = Column("artist")
-        /// The preview URL.
-        public static let link = Column("link")
-    }
-
-    /// The table's name: `song`.
-    public static let databaseTableName = "song"
-
-    /// Decodes a row column by column.
-    public init(row: Row) throws {
-        id = row[Columns.id]
-        rank = row[Columns.rank]
-        title = row[Columns.title]
-        artist = row[Columns.artist]
-        link = row[Columns.link]
-    }
-
-    /// Encodes the record column by column.
-    public func encode(to container: inout PersistenceContainer) throws {
-        container[Columns.id] = id
-        container[Columns.rank] = rank
-        container[Columns.title] = title
-        container[Columns.artist] = artist
-        container[Columns.link] = link
-    }
-
-    /// The whole chart, top first.
-    public static var byRank: QueryInterfaceRequest<Song> {
-        Song.order(Columns.rank, Columns.id)
     }
 }

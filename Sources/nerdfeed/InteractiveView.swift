@@ -6,8 +6,8 @@ import TextLayout
 import NerdfeedKit
 
 /// The interactive terminal view. It reads only from the app's results
-/// controllers and sync statuses, and redraws only when one of them reports a
-/// change (or a key is pressed).
+/// controller, live value and sync statuses, and redraws only when one of
+/// them reports a change (or a key is pressed).
 @MainActor
 final class InteractiveView {
     enum Tab { case items, songs }
@@ -96,7 +96,7 @@ final class InteractiveView {
     /// Returns `false` to quit.
     private func handle(_ key: Terminal.Key) async -> Bool {
         message = nil
-        let count = tab == .items ? app.items.fetchedObjects.count : app.songs.fetchedObjects.count
+        let count = tab == .items ? app.items.fetchedObjects.count : (app.songs.value ?? []).count
         switch key {
         case .character("q"), .interrupt:
             return false
@@ -129,7 +129,7 @@ final class InteractiveView {
         let now = Date()
         var lines: [String] = []
         let items = app.items.fetchedObjects
-        let songs = app.songs.fetchedObjects
+        let songs = app.songs.value ?? []
         let itemsTab = tab == .items ? "[ Forum (\(items.count)) ]" : "  Forum (\(items.count))  "
         let songsTab = tab == .songs ? "[ Top songs (\(songs.count)) ]" : "  Top songs (\(songs.count))  "
         lines.append(NerdfeedPresentation.fit("Nerdfeed  \(itemsTab) \(songsTab)", trailer: "", width: width))

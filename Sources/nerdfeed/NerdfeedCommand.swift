@@ -1,7 +1,8 @@
 // nerdfeed: an offline-first RSS and top-songs reader built on Depot.
 //
-// The view layer (this target) reads only from the cache, through
-// ResultsControllers and SyncStatus; NerdfeedKit's operations fill the cache.
+// The view layer (this target) reads only from the cache, through a
+// ResultsController (the feed), a LiveValue (the top songs) and their
+// SyncStatus; NerdfeedKit's operations fill the cache.
 // With no URL it starts the embedded depot-server, so it needs no internet.
 import ArgumentParser
 import DemoServer
@@ -140,15 +141,16 @@ struct NerdfeedCommand: AsyncParsableCommand {
     func printOnce(_ app: NerdfeedApp) async throws -> Bool {
         if !offline {
             await app.refresh()
-            // The refresh has committed; make sure the results show that commit
-            // before printing (they would catch up a moment later on their own).
+            // The refresh has committed; make sure the items and the songs show
+            // that commit before printing (they would catch up a moment later
+            // on their own).
             try app.items.performFetch()
-            try app.songs.performFetch()
+            await app.store.settled()
         }
         let now = Date()
         let items = Array(app.items.fetchedObjects.prefix(limit))
         if json {
-            let data = try NerdfeedPresentation.json(items: items, songs: app.songs.fetchedObjects, feed: app.feedStatus.state, offlineMode: offline, now: now)
+            let data = try NerdfeedPresentation.json(items: items, songs: app.songs.value ?? [], feed: app.feedStatus.state, offlineMode: offline, now: now)
             FileHandle.standardOutput.write(data + Data("\n".utf8))
             return !offline && app.feedStatus.state.lastError != nil
         }

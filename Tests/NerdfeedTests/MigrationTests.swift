@@ -131,6 +131,26 @@ import Testing
         }
     }
 
+    /// The chart moved to a cached value: the `song` table of a version 2
+    /// cache goes, and the feed's items stay.
+    @Test func theSongTableGoesAndTheItemsStay() async throws {
+        let file = try Self.v1Cache([V1Row(id: "https://forums.example.com/forum/posts/104", title: "Kept", feed: forumFeedURL.absoluteString, isRead: true)])
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        let queue = try DatabaseQueue(path: file.path)
+        try NerdfeedSchema.migrator.migrate(queue, upTo: "nerdfeed-v2-identity")
+        try await queue.write { db in
+            try db.execute(sql: "INSERT INTO song (id, rank, title, artist, link) VALUES ('s', 1, 'Fetch Twice', 'Hummingbirds', 'l')")
+        }
+        try queue.close()
+
+        try await StoreFixtures.withStore(copying: file, migrator: NerdfeedSchema.migrator) { store in
+            let items = try await store.allItems()
+            #expect(items.map(\.title) == ["Kept"])
+            #expect(items.map(\.isRead) == [true])
+            #expect(try await store.read { db in try db.tableExists("song") } == false)
+        }
+    }
+
     @Test func aNewCacheHasTheNewSchema() async throws {
         try await StoreFixtures.withStore(migrator: NerdfeedSchema.migrator) { store in
             let columns = try await store.read { db in try db.columns(in: FeedItem.databaseTableName).map { ($0.name, $0.isNotNull) } }
@@ -141,6 +161,7 @@ import Testing
                 try db.indexes(on: FeedItem.databaseTableName).map(\.name).filter { !$0.hasPrefix("sqlite_") }.sorted()
             }
             #expect(indexes == ["feedItem_awaitingIdentity", "feedItem_byFeedNewest"])
+            #expect(try await store.read { db in try db.tableExists("song") } == false, "the chart is a cached value")
             // An item without a link can be stored and read back.
             let item = FeedItem(id: "hash:fnv1a64:0000000000000001", link: nil, title: "No link", feed: "f")
             try await store.write { db in try item.insert(db) }
