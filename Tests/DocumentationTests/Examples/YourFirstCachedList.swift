@@ -8,6 +8,143 @@ import Testing
 // Sources/DepotStore/DepotStore.docc/YourFirstCachedList.md. Its types are
 // top-level: TestingYourOperations.md uses them too, and links here.
 
+// MARK: - The light path
+
+struct OpenTask: Codable, Sendable, Identifiable, Equatable {
+    var id: Int
+    var name: String
+    var due: String?        // yyyy-MM-dd, or nil: as soon as possible
+}
+
+struct FetchOpenTasks: CachedValueOperation {
+    typealias Value = [OpenTask]
+    var request: NetworkRequest { .get("tasks") }
+    var cacheKey: String { "tasks" }
+}
+
+/// The article's next app version, whose `due` means something else.
+enum NextAppVersion {
+    struct FetchOpenTasks: CachedValueOperation {
+        typealias Value = [OpenTask]
+        static var valueVersion: Int { 2 }      // `due` is the user's day now, not UTC's
+        var request: NetworkRequest { .get("tasks") }
+        var cacheKey: String { "tasks" }
+    }
+}
+
+@MainActor
+final class TasksScreen {
+    private(set) var names: [String] = []
+    private let tasks: LiveValue<[OpenTask]>
+    private var observation: ResultsObservation?
+
+    init(tasks: LiveValue<[OpenTask]>) {
+        self.tasks = tasks
+        observation = tasks.start { [weak self] value in
+            self?.names = (value ?? []).map(\.name)
+        }
+    }
+
+    func pullToRefresh() async {
+        await tasks.syncStatus.refresh(force: true)
+    }
+}
+
+struct CompleteTask: Mutation {
+    static let typeName = "CompleteTask"
+    var payload: Int                        // the task's id
+    init(payload: Int) { self.payload = payload }
+
+    var request: NetworkRequest { .put("tasks/\(payload)/complete") }
+    var invalidates: [CacheInvalidation] { [.key("tasks")] }
+
+    func applyOptimistically(_ db: Database) throws {
+        try FetchOpenTasks().modifyCachedValue(in: db) { tasks in tasks.removeAll { $0.id == payload } }
+    }
+    func commit(_ response: NetworkResponse, _ db: Database) throws {}
+    func rollback(_ error: DepotError, _ db: Database) throws {
+        try FetchOpenTasks().revertCachedValue(in: db)
+    }
+}
+
+@MainActor
+final class TasksApp {
+    let controller: NetworkController
+    let tasks: LiveValue<[OpenTask]>
+    let screen: TasksScreen
+    let outbox: Outbox
+
+    init(cacheFolder: URL, server: URL) throws {
+        let store = try Store(path: cacheFolder.appending(path: "tasks.sqlite").path)
+        let controller = NetworkController(
+            configuration: .init(baseURL: server, adapters: [Credentials.basic(username: "admin", password: "secret", for: server)]),
+            store: store)
+        self.controller = controller
+        let tasks = try controller.value(for: FetchOpenTasks(), policy: .cacheFirst(maxAge: .seconds(300)))
+        self.tasks = tasks
+        screen = TasksScreen(tasks: tasks)
+        let outbox = Outbox(store: store, controller: controller, types: [CompleteTask.self])
+        self.outbox = outbox
+    }
+
+    func printCounts() async {
+        for await value in tasks.updates() {
+            print("\(value?.count ?? 0) open tasks")
+        }
+    }
+
+    func complete(_ task: OpenTask) async throws {
+        _ = try await outbox.send(CompleteTask(payload: task.id))
+    }
+}
+
+/// The light path's story, run on fixtures: the tasks show, a completed one
+/// leaves at once offline, and the server's list follows once it is sent.
+@Suite(.timeLimit(.minutes(1))) @MainActor struct OpenTasksTests {
+    let server = URL(string: "http://fixtures.test")!
+    let twoTasks = Data(#"[{"id": 1, "name": "Call Ann", "due": "2026-01-05", "completed": false}, {"id": 2, "name": "Write to Bob", "due": null, "completed": false}]"#.utf8)
+    let oneTask = Data(#"[{"id": 2, "name": "Write to Bob", "due": null, "completed": false}]"#.utf8)
+
+    @Test func aCompletedTaskLeavesAtOnceAndTheServersListFollows() async throws {
+        let transport = FixtureTransport(["/tasks": .data(twoTasks)])
+        let date = ManualDate()
+        try await StoreFixtures.withStore(environment: .init(date: date.provider)) { store in
+            // Given the open tasks on screen, with no table of the app's own
+            let controller = NetworkController(configuration: .init(baseURL: server, transport: transport), store: store)
+            let tasks = try controller.value(for: FetchOpenTasks(), policy: .cacheFirst(maxAge: .seconds(300)))
+            let screen = TasksScreen(tasks: tasks)
+            let updates = Recorder(tasks.updates())
+            _ = try await updates.next { $0?.count == 2 }
+            #expect(screen.names == ["Call Ann", "Write to Bob"])
+            let states = Recorder(tasks.syncStatus.updates())
+            let firstSync = try #require(try await states.next { !$0.isSyncing && $0.lastSynced != nil }.lastSynced)
+            date.advance(by: 60)
+
+            // When the user completes one, offline
+            transport.isOffline = true
+            let outbox = Outbox(store: store, controller: controller, types: [CompleteTask.self], waitsForNetwork: false)
+            let ticket = try await outbox.send(CompleteTask(payload: 1))
+
+            // Then it leaves the screen at once
+            _ = try await updates.next { $0?.map(\.id) == [2] }
+            #expect(screen.names == ["Write to Bob"])
+
+            // And once sent, the server's list is fetched again, though the policy's five minutes have not passed
+            transport.isOffline = false
+            transport.respond(to: "/tasks/1/complete", with: .data(Data(#"{"id": 1, "name": "Call Ann", "completed": true}"#.utf8)))
+            transport.respond(to: "/tasks", with: .data(oneTask))
+            try await outbox.start()
+            #expect(try await ticket.outcome().get().status == 200)
+            _ = try await states.next { !$0.isSyncing && ($0.lastSynced ?? .distantPast) > firstSync }
+            #expect(transport.requests.filter { $0.url.path == "/tasks" }.count == 2)
+            #expect(tasks.value?.map(\.name) == ["Write to Bob"])
+            _ = await controller.shutdown(grace: .zero)
+        }
+    }
+}
+
+// MARK: - The table path
+
 struct CachedContact: Codable, Sendable, Identifiable, Equatable, FetchableRecord, PersistableRecord {
     var id: Int
     var name: String
