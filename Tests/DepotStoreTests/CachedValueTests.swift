@@ -332,6 +332,8 @@ import Testing
             try await outbox.start()
             #expect(try await ticket.outcome().get().status == 200)
             #expect(try await store.read { db in try Data.fetchOne(db, sql: "SELECT server FROM depot_values") } == nil)
+            // The commits reach the live value on the main actor a moment later.
+            await store.settled()
             #expect(profile.value == Profile(name: "Ann Lee", tags: ["a", "b"]))
             _ = await controller.shutdown(grace: .zero)
         }
