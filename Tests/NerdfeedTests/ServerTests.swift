@@ -103,7 +103,8 @@ struct ServerTests {
             // Given a first sync of the chart
             let first = try controller.value(for: FetchTopSongs(), policy: FetchTopSongs.cachePolicy)
             #expect(first.syncStatus.needsRefresh, "an empty cache is refreshed")
-            _ = try await Recorder(first.syncStatus.updates()).next { $0.lastSynced != nil && !$0.isSyncing }
+            // Joins the refresh the policy started (or starts the one it is about to join).
+            await first.syncStatus.refresh()
             #expect(requests(server, "topsongs") == 1)
             #expect(try await store.read { db in try FetchTopSongs().cachedValue(in: db) }?.count == 10)
 
@@ -118,8 +119,7 @@ struct ServerTests {
             date.advance(by: 2)
             let third = try controller.value(for: FetchTopSongs(), policy: FetchTopSongs.cachePolicy)
             #expect(third.syncStatus.needsRefresh, "an older chart is refreshed by the policy itself")
-            let now = date.now
-            _ = try await Recorder(third.syncStatus.updates()).next { $0.lastSynced == now && !$0.isSyncing }
+            await third.syncStatus.refresh()
             #expect(requests(server, "topsongs") == 2)
             #expect(server.currentStats.notModified == 1)
             #expect(third.syncStatus.lastSynced == date.now)
@@ -145,7 +145,7 @@ struct ServerTests {
             #expect(app.songs.value == nil)
 
             // Then it is fetched whole (no 304 confirms a chart the cache does not hold) and shown
-            let songs = try await Recorder(app.songs.updates()).next { $0 != nil }
+            let songs = await waitFor(app.songs) { $0 != nil }
             #expect(songs?.map(\.rank) == Array(1...10))
             #expect(requests(server, "topsongs") == 2)
             #expect(server.currentStats.notModified == 0)
@@ -168,7 +168,7 @@ struct ServerTests {
 
             // The results show the rows (delivered on the main actor once the commit is seen)
             let items = await waitFor(app.items) { $0.count == 20 }
-            #expect(try await Recorder(app.songs.updates()).next { $0?.count == 5 }?.map(\.rank) == [1, 2, 3, 4, 5])
+            #expect(await waitFor(app.songs) { $0?.count == 5 }?.map(\.rank) == [1, 2, 3, 4, 5])
 
             // Marking an item read shows in the results and survives the next sync
             let top = try #require(items.first)
@@ -211,5 +211,13 @@ struct ServerTests {
             return update.snapshot.fetchedObjects
         }
         return results.fetchedObjects
+    }
+
+    /// The first value of `live` that satisfies `condition`, or the current one if its updates end.
+    func waitFor<Value: Codable & Sendable>(_ live: LiveValue<Value>, _ condition: (Value?) -> Bool) async -> Value? {
+        for await value in live.updates() where condition(value) {
+            return value
+        }
+        return live.value
     }
 }
