@@ -227,6 +227,7 @@ let package = Package(
             name: "DepotStoreTests",
             dependencies: [
                 "Seeded",
+                "CLITestSupport",
                 "Depot",
                 "DepotStore",
                 "DepotTesting",
@@ -286,6 +287,18 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Tests/AllocationCounter"
+        ),
+        // One of the processes that share a store's outbox in `OutboxClaimsTests`:
+        // it queues tasks, or drains them to depot-server, saying what it sends.
+        .executableTarget(
+            name: "depot-outbox-sender",
+            dependencies: [
+                "Depot",
+                "DepotStore",
+                "DepotAsyncHTTPClient",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Tests/OutboxSender"
         ),
         // Running the example executables from tests: posix_spawn and tmux.
         .target(

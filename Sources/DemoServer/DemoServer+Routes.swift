@@ -52,6 +52,7 @@ extension DemoServer {
                 "     ?idempotency=ignored: a server that ignores Idempotency-Key",
                 "GET  /comments?contact_id=ID, POST /comments, DELETE /comments/:id",
                 "GET  /tasks, POST /tasks, PUT /tasks/:id/complete",
+                "     POST /tasks?idempotency=ignored: ignores Idempotency-Key",
                 "GET  /activities",
                 "GET  /crm/events   contact and task changes, server-sent events",
                 "GET  /crm/changes?since=N&limit=M  the same changes as JSON pages",

@@ -14,7 +14,8 @@ import Seeded
 /// (``addContacts(to:keys:store:)``). Every write (`POST /contacts`,
 /// `PATCH /contacts/:id`, `DELETE /contacts/:id`, `POST /comments`,
 /// `DELETE /comments/:id`, `POST /tasks`, `PUT /tasks/:id/complete`) honours
-/// `Idempotency-Key` (``IdempotencyKeys``).
+/// `Idempotency-Key` (``IdempotencyKeys``); `PATCH` and `DELETE /contacts/:id`
+/// and `POST /tasks` ignore it with `?idempotency=ignored`.
 /// Every change to a contact or a task is numbered in one CRM change feed,
 /// served at `GET /crm/events` and `GET /crm/changes` (``addChanges(to:state:)``).
 enum SenbeiRoutes {
@@ -179,8 +180,10 @@ enum SenbeiRoutes {
             let (tasks, cursor) = store.read { store, log in (store.tasks.filter { !$0.completed }, log.sequence) }
             return try json(tasks, changeCursor: cursor)
         }
+        // `?idempotency=ignored`, as for contacts: a server that does not
+        // honour the key, for tests that prove a client sends a task once.
         crm.post("/tasks") { request, _ in
-            try await keys.respond(to: request) { data in
+            try await keys.respond(to: request, deduplicating: deduplicates(request)) { data in
                 struct NewTask: Decodable { var name: String?; var due: String? }
                 let body = try? decode(NewTask.self, data)
                 var errors: [String: [String]] = [:]

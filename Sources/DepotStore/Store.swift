@@ -243,7 +243,7 @@ public final class Store: Sendable {
         let unknown: [String]
         do {
             (ready, unknown) = try writer.read { db in
-                (try SyncLedger.isCurrent(db) && db.tableExists(OutboxTable.name) && PagingTable.exists(db) && db.tableExists(ValueTable.name)
+                (try SyncLedger.isCurrent(db) && OutboxTable.isCurrent(db) && PagingTable.exists(db) && db.tableExists(ValueTable.name)
                     && migrator.hasCompletedMigrations(db),
                  try unknownMigrations(migrator, db))
             }

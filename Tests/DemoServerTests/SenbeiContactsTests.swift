@@ -191,6 +191,21 @@ import Testing
         }
     }
 
+    /// `POST /tasks?idempotency=ignored` makes a task per request, whatever
+    /// its key; without the query a repeat is replayed.
+    @Test func postingATaskThatIgnoresTheKeyMakesItAgain() async throws {
+        try await DemoServer.withRunning { server in
+            let body = #"{"name": "Call Ann twice"}"#
+            for _ in 0..<2 { _ = try await send(server, .POST, "/tasks?idempotency=ignored", json: body, key: "task-1") }
+            for _ in 0..<2 { _ = try await send(server, .POST, "/tasks", json: body, key: "task-2") }
+            let tasks = try await routes.send(server, .GET, "/tasks", headers: ["Authorization": AppRoutesTests.auth])
+            let names = try #require(try JSONSerialization.jsonObject(with: Data(tasks.body.utf8)) as? [[String: Any]]).compactMap { $0["name"] as? String }
+            #expect(names.filter { $0 == "Call Ann twice" }.count == 3)
+            #expect(server.deliveries(ofIdempotencyKey: "task-1") == ["POST /tasks": 2])
+            #expect(server.deliveries(ofIdempotencyKey: "task-2") == ["POST /tasks": 2])
+        }
+    }
+
     // MARK: - The change feed
 
     @Test func editsAndDeletesAreInTheChangeFeed() async throws {

@@ -43,6 +43,8 @@ extension Outbox {
         case held
         /// The controller is shut down or the task cancelled: leave it queued.
         case stop
+        /// Another outbox took the entry over before an attempt: look again.
+        case claimLost
     }
 
     /// Sends the lane's entries in order until none is left.
@@ -51,9 +53,17 @@ extension Outbox {
         while true {
             let next: (entry: OutboxEntry, payload: Data)?
             do {
-                next = try await store.read { db in
-                    try Row.fetchOne(db, sql: "SELECT * FROM \(OutboxTable.name) WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT 1", arguments: [lane])
-                        .map { (OutboxTable.entry($0), $0["payload"]) }
+                switch try await claimHead(of: lane) {
+                case .claimed(let entry, let payload):
+                    next = (entry, payload)
+                case .empty:
+                    next = nil
+                case .claimedElsewhere(let expiry):
+                    // Another outbox sends the lane's first entry: nothing
+                    // behind it may go first. Look again when its claim expires.
+                    if await waitForClaim(until: expiry, lane: lane) { continue }
+                    state.withLock { $0.running[lane] = nil }
+                    return
                 }
             } catch {
                 next = nil
@@ -74,6 +84,7 @@ extension Outbox {
             let key = entry.id.rawValue
             guard state.withLock({ $0.inFlight.insert(key).inserted }) else {
                 // Being discarded: look again once that is done.
+                await releaseClaim(key, inDatabase: true)
                 await Task.yield()
                 continue
             }
@@ -89,13 +100,23 @@ extension Outbox {
             switch disposition {
             case .decided(let step):
                 failures = 0
+                // Its settling transaction removed the row, or the claim with it.
+                await releaseClaim(key, inDatabase: false)
                 await changed(key, step)
+            case .claimLost:
+                leaveInFlight(key)
+                await releaseClaim(key, inDatabase: false)
+                await changed()
             case .again(let error):
                 leaveInFlight(key)
                 failures += 1
+                // Not decided: another outbox may try it during the pause.
+                let claimant = claimant
                 _ = try? await store.write { db in
                     try db.execute(sql: "UPDATE \(OutboxTable.name) SET attempts = attempts + 1, lastError = ? WHERE id = ?", arguments: ["\(error)", key])
+                    try db.execute(sql: Self.releaseSQL, arguments: [key, claimant])
                 }
+                await releaseClaim(key, inDatabase: false)
                 await changed(key, .willRetry)
                 // Shutting down: it stays queued for the next launch rather
                 // than hold the grace through a backoff. A one-shot tool
@@ -135,6 +156,7 @@ extension Outbox {
                     return true
                 }
                 leaveInFlight(key)
+                await releaseClaim(key, inDatabase: true)
                 if !held { continue }
                 await changed(key, .held)
                 return
@@ -143,6 +165,8 @@ extension Outbox {
                     state.inFlight.remove(key)
                     state.running[lane] = nil
                 }
+                // Left queued: another process may send it now.
+                await releaseClaim(key, inDatabase: true)
                 // Nothing in this process will decide it now.
                 if store.isClosing { resolve(key, .failure(Self.storeClosed), step: nil) }
                 await changed()
@@ -163,6 +187,7 @@ extension Outbox {
         do {
             response = try await attempt(mutation, entry: entry).get()
         } catch {
+            if claimWasLost(key) { return .claimLost }
             switch error.code {
             case .cancelled, .shutDown:
                 return .stop
@@ -177,11 +202,16 @@ extension Outbox {
         let status = response.status
         if (200..<300).contains(status) {
             do {
-                try await queueWrite(pendingDelta: -1) { db in
+                let ours = try await queueWrite(pendingDelta: -1) { db -> Bool in
+                    // Decided by another outbox already (this one's claim
+                    // expired while it waited): its decision stands.
+                    guard try Self.exists(key, db) else { return false }
                     try mutation.commit(response, db)
                     try SyncLedger.invalidate(mutation.invalidates, in: db)
                     try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
+                    return true
                 }
+                if !ours { invalidateCounts() }
             } catch {
                 // The store is closing: the entry stays queued, and the next
                 // launch sends it again with its key (the server answers as
@@ -218,7 +248,9 @@ extension Outbox {
     private func attempt<M: Mutation>(_ mutation: M, entry: OutboxEntry) async -> Result<NetworkResponse, DepotError> {
         let key = entry.id.rawValue
         let (steps, continuation) = AsyncStream.makeStream(of: OutboxChange.Step.self)
-        let delivery = OutboxDelivery(mutation: mutation, idempotencyKey: entry.idempotencyKey, waitsForNetwork: waitsForNetwork)
+        let delivery = OutboxDelivery(
+            mutation: mutation, idempotencyKey: entry.idempotencyKey, waitsForNetwork: waitsForNetwork, attemptLimit: attemptLimit,
+            renewClaim: { [weak self] () async throws(DepotError) in try await self?.renewClaim(key) })
         async let answer: Result<NetworkResponse, DepotError> = {
             defer { continuation.finish() }
             do throws(DepotError) {
@@ -248,10 +280,13 @@ extension Outbox {
     /// A permanent failure: roll back and remove, in one transaction.
     private func rollBack<M: Mutation>(_ mutation: M, key: Int64, error: DepotError) async -> Disposition {
         do {
-            try await queueWrite(pendingDelta: -1) { db in
+            let ours = try await queueWrite(pendingDelta: -1) { db -> Bool in
+                guard try Self.exists(key, db) else { return false }
                 try mutation.rollback(error, db)
                 try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
+                return true
             }
+            if !ours { invalidateCounts() }
         } catch {
             if store.isClosing { return .stop }
             return .again(DepotError.wrap(error, operation: M.typeName, fallback: .storage))
@@ -268,10 +303,17 @@ extension Outbox {
     private func fail(_ entry: OutboxEntry, _ error: DepotError, because reason: String) async -> Disposition {
         let key = entry.id.rawValue
         _ = try? await queueWrite(pendingDelta: nil) { db in
-            try db.execute(sql: "UPDATE \(OutboxTable.name) SET state = 'failed', lastError = ? WHERE id = ?", arguments: [reason, key])
+            try db.execute(
+                sql: "UPDATE \(OutboxTable.name) SET state = 'failed', lastError = ?, claimedBy = NULL, claimPID = NULL, claimExpires = NULL WHERE id = ?",
+                arguments: [reason, key])
         }
         resolve(key, .failure(error), step: .failed)
         return .decided(.failed)
+    }
+
+    /// Whether entry `key` is still in the table (no other outbox decided it).
+    static func exists(_ key: Int64, _ db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(OutboxTable.name) WHERE id = ?)", arguments: [key]) ?? false
     }
 
     /// What waiters of an entry hear when the store closes before it was decided.
@@ -291,6 +333,8 @@ extension Outbox {
     /// The store closed: every waiter of an entry no lane is sending hears
     /// so now (a lane that is sending one settles it itself).
     func storeDidClose() {
+        // Its claims can no longer be settled: other outboxes of this process may take them over.
+        Self.liveClaimants.withLock { _ = $0.remove(claimant) }
         let waiters = state.withLock { state in
             state.storeClosed = true
             let idle = state.waiters.keys.filter { !state.inFlight.contains($0) }
@@ -334,6 +378,10 @@ struct OutboxDelivery<M: Mutation>: NetworkOperation {
     let mutation: M
     let idempotencyKey: String
     let waitsForNetwork: Bool
+    /// The longest one attempt may take: it ends while its claim holds.
+    let attemptLimit: Duration
+    /// Renews the outbox's claim on the entry; throws if it is another's now.
+    let renewClaim: @Sendable () async throws(DepotError) -> Void
 
     var request: NetworkRequest {
         var request = mutation.request
@@ -344,7 +392,10 @@ struct OutboxDelivery<M: Mutation>: NetworkOperation {
     var name: String { M.typeName }
     var priority: Priority { mutation.priority }
     var category: OperationCategory { mutation.category }
-    var timeout: Timeout { mutation.timeout }
+    var timeout: Timeout {
+        let timeout = mutation.timeout
+        return Timeout(idle: timeout.idle, total: min(timeout.total ?? attemptLimit, attemptLimit))
+    }
     /// A send in flight gets the grace at exit; what is left stays queued.
     var exitPolicy: ExitPolicy { .finish }
     var coalescing: Coalescing { .key("outbox \(idempotencyKey)") }
@@ -357,4 +408,9 @@ struct OutboxDelivery<M: Mutation>: NetworkOperation {
     }
 
     func validate(_ response: NetworkResponse) throws {}
+
+    /// Right before each attempt goes out: only under this outbox's claim.
+    func prepare(_ request: inout TransportRequest, context: OperationContext) async throws {
+        try await renewClaim()
+    }
 }

@@ -36,6 +36,21 @@ import Synchronization
 /// let answer = await ticket.outcome()
 /// ```
 ///
+/// One sender per entry, across processes: an app and its extension, or two
+/// command-line runs, may share the store file. Before an entry goes out its
+/// outbox writes a claim on it (its own random id and an expiry,
+/// `claimDuration` from the store's date), in the transaction that picks it,
+/// and renews it before every attempt; the entry's commit, rollback or failure
+/// removes it, and so does an attempt that ends without an answer. Another
+/// outbox never sends an entry under a claim that is not its own and has not
+/// expired: its lane waits on the controller's clock until the claim expires,
+/// then looks again (earlier if the claiming process no longer exists).
+/// Every attempt ends (its total timeout is capped) before two thirds of the
+/// claim have passed, so a claim outlives every attempt made under it. An
+/// entry can therefore reach the server twice only after an attempt without
+/// an answer: a lost connection, a timeout, or a process killed (or stopped,
+/// or suspended past the claim) while its request was out.
+///
 /// At ``/Depot/NetworkController/shutdown(grace:)`` sends get the grace period (their
 /// exit policy is `.finish`); whatever is left stays in the store and goes
 /// out on the next launch. Closing the store stops the lanes; what they had
@@ -53,6 +68,11 @@ public final class Outbox: Sendable {
     let state = Mutex(State())
     /// `depot.outbox.pending`, when the controller's configuration has a metrics backend.
     let pendingGauge: Gauge?
+    /// This outbox's name in the claims it writes: other outboxes on the
+    /// file, in this process or another, do not send what it claimed.
+    let claimant = UUID().uuidString
+    /// How long a claim lasts after it was written or renewed.
+    let claimDuration: Duration
 
     struct State {
         /// Lanes a delivery loop runs for, and whether something was queued
@@ -98,7 +118,15 @@ public final class Outbox: Sendable {
         /// published only if no later one was, so the last one seen is current.
         var changeCount: UInt64 = 0
         var publishedChange: UInt64 = 0
+        /// The entries this outbox has claimed, and when it last wrote each claim.
+        var claims: [Int64: Date] = [:]
+        /// Claimed entries whose claim another outbox took over before an
+        /// attempt: their lane looks again instead of deciding them.
+        var lostClaims: Set<Int64> = []
     }
+
+    /// How long a claim lasts unless ``init(store:controller:types:waitsForNetwork:claimDuration:)`` says otherwise.
+    public static let defaultClaimDuration: Duration = .seconds(60)
 
     /// The gauge of mutations queued and not yet decided.
     static let pendingGaugeLabel = "depot.outbox.pending"
@@ -121,10 +149,17 @@ public final class Outbox: Sendable {
     ///     (one-shot tools): such an attempt leaves its entry queued and stops
     ///     its lane until the next ``start()`` or ``send(_:)``, so that
     ///     ``waitUntilIdle()`` returns and the tool can say "queued".
-    public init(store: Store, controller: NetworkController, types: [any Mutation.Type], waitsForNetwork: Bool = true) {
+    ///   - claimDuration: How long this outbox's claim on an entry it sends
+    ///     lasts after each renewal: how long another process sharing the
+    ///     store waits before it takes over the entries of one that died while
+    ///     sending. Each attempt's total timeout is capped at two thirds of it,
+    ///     so that it ends while the claim holds: raise it for mutations whose
+    ///     upload takes longer than 40 s.
+    public init(store: Store, controller: NetworkController, types: [any Mutation.Type], waitsForNetwork: Bool = true, claimDuration: Duration = Outbox.defaultClaimDuration) {
         self.store = store
         self.controller = controller
         self.waitsForNetwork = waitsForNetwork
+        self.claimDuration = claimDuration
         if let factory = controller.configuration.observability.metricsFactory, !(factory is NOOPMetricsHandler) {
             pendingGauge = Gauge(label: Self.pendingGaugeLabel, factory: factory)
         } else {
@@ -145,7 +180,12 @@ public final class Outbox: Sendable {
             guard let self else { return }
             Task { await self.credentialsCameBack() }
         }
+        Self.liveClaimants.withLock { _ = $0.insert(claimant) }
         store.whenClosed { [weak self] in self?.storeDidClose() }
+    }
+
+    deinit {
+        Self.liveClaimants.withLock { _ = $0.remove(claimant) }
     }
 
     // MARK: - Sending
@@ -277,26 +317,36 @@ public final class Outbox: Sendable {
     /// Removes a queued entry that is not being sent, rolling its optimistic
     /// change back; its waiters get `.cancelled`.
     ///
-    /// - Throws: `.invalidRequest` if the entry is being sent now (its answer
-    ///   decides it) or does not exist.
+    /// - Throws: `.invalidRequest` if the entry is being sent now, here or by
+    ///   another process sharing the store (its answer decides it), or does
+    ///   not exist.
     public func discard(_ id: OutboxEntry.ID) async throws(DepotError) {
         let key = id.rawValue
         let taken = state.withLock { state in state.inFlight.insert(key).inserted }
         guard taken else { throw DepotError(.invalidRequest, detail: "outbox entry \(id) is being sent") }
         let error = DepotError(.cancelled, detail: "discarded")
+        let (claimant, now) = (claimant, store.currentDate())
+        enum Found: Sendable { case discarded, missing, claimedElsewhere }
         do throws(DepotError) {
-            let found = try await queueWrite(pendingDelta: nil) { [types] db -> Bool in
-                guard let row = try Row.fetchOne(db, sql: "SELECT * FROM \(OutboxTable.name) WHERE id = ?", arguments: [key]) else { return false }
+            let found = try await queueWrite(pendingDelta: nil) { [types] db -> Found in
+                guard let row = try Row.fetchOne(db, sql: "SELECT * FROM \(OutboxTable.name) WHERE id = ?", arguments: [key]) else { return .missing }
+                if Self.isClaimedElsewhere(row, by: claimant, at: now) != nil { return .claimedElsewhere }
                 // A mutation that cannot be rebuilt has nothing to roll back with.
                 if let type = types[row["typeName"]], let mutation = try? Self.rebuild(type, from: row["payload"]) {
                     try mutation.rollback(error, db)
                 }
                 try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
-                return true
+                return .discarded
             }
-            guard found else {
+            switch found {
+            case .discarded:
+                break
+            case .missing:
                 state.withLock { _ = $0.inFlight.remove(key) }
                 throw DepotError(.invalidRequest, detail: "no outbox entry \(id)")
+            case .claimedElsewhere:
+                state.withLock { _ = $0.inFlight.remove(key) }
+                throw DepotError(.invalidRequest, detail: "outbox entry \(id) is being sent by another process")
             }
         } catch {
             leaveInFlight(key)

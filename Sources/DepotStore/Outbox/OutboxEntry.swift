@@ -60,8 +60,33 @@ enum OutboxTable {
             table.column("attempts", .integer).notNull().defaults(to: 0)
             table.column("lastError", .text)
             table.column("createdAt", .datetime).notNull()
+            table.column("claimedBy", .text)
+            table.column("claimPID", .integer)
+            table.column("claimExpires", .double)
         }
+        try addClaimColumns(db)
         try db.create(index: "\(name)_lane", on: name, columns: ["lane", "id"], ifNotExists: true)
+    }
+
+    /// The columns of an entry's claim (see ``Outbox`` "One sender per
+    /// outbox"): the claiming outbox's id, its process id, and the claim's
+    /// expiry in seconds since 1970. All NULL: nobody sends it.
+    static let claimColumns: [(name: String, type: Database.ColumnType)] = [("claimedBy", .text), ("claimPID", .integer), ("claimExpires", .double)]
+
+    /// Whether the table is in place, with the claim columns.
+    static func isCurrent(_ db: Database) throws -> Bool {
+        guard try db.tableExists(name) else { return false }
+        let columns = Set(try db.columns(in: name).map(\.name))
+        return claimColumns.allSatisfy { columns.contains($0.name) }
+    }
+
+    /// Adds the claim columns an older outbox table lacks; their NULLs say
+    /// that nobody is sending its entries.
+    static func addClaimColumns(_ db: Database) throws {
+        let columns = Set(try db.columns(in: name).map(\.name))
+        for column in claimColumns where !columns.contains(column.name) {
+            try db.execute(sql: "ALTER TABLE \(name) ADD COLUMN \(column.name) \(column.type.rawValue)")
+        }
     }
 
     /// Applies every queued mutation's optimistic change again, oldest

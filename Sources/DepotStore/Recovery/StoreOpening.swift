@@ -133,7 +133,7 @@ struct StoreOpening: Sendable {
             queue = try DatabaseQueue(path: components.string ?? path, configuration: configuration)
         }
         let ready = try queue.read { db in
-            try SyncLedger.isCurrent(db) && db.tableExists(OutboxTable.name) && PagingTable.exists(db) && db.tableExists(ValueTable.name)
+            try SyncLedger.isCurrent(db) && OutboxTable.isCurrent(db) && PagingTable.exists(db) && db.tableExists(ValueTable.name)
                 && migrator.hasCompletedMigrations(db)
         }
         guard ready else {
