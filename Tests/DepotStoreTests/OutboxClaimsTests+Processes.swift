@@ -38,8 +38,9 @@ extension OutboxClaimsTests {
         let idByName = Dictionary(uniqueKeysWithValues: entries.map { ($0.name, $0.id) })
 
         try await DemoServer.withRunning(.init(port: 0)) { server in
-            // Two senders with 1.5 s claims; the first to have sent 15 is killed.
-            let arguments = ["drain", path, server.baseURL.absoluteString, "1500"]
+            // Two senders with 4 s claims (an attempt may take 2.7 s: enough on
+            // a loaded machine); the first to have sent 15 is killed.
+            let arguments = ["drain", path, server.baseURL.absoluteString, "4000"]
             let children = [try LiveChild.start(sender.path, arguments), try LiveChild.start(sender.path, arguments)]
             let (lines, sink) = AsyncStream.makeStream(of: (child: Int, line: String).self)
             let readers = children.enumerated().map { index, child in
@@ -76,21 +77,29 @@ extension OutboxClaimsTests {
             let mayRepeat = outAtKill.union(retried)
 
             let deliveries = server.currentStats.idempotencyKeys
+            let retries = (logs[0] + logs[1]).filter { $0.hasPrefix("retry ") }.reduce(into: [Int64: Int]()) { counts, line in
+                if let id = Int64(line.dropFirst(6)) { counts[id, default: 0] += 1 }
+            }
             var repeated: Set<Int64> = []
+            var sent: [Int64: Int] = [:]
             for entry in entries {
                 let count = deliveries[entry.key]?["POST /tasks"] ?? 0
+                sent[entry.id] = count
                 #expect(count >= 1, "\(entry.name) never reached the server")
                 if count > 1 { repeated.insert(entry.id) }
-                #expect(count <= 2, "\(entry.name) reached the server \(count) times")
+                // Once, and again only for an attempt that got no answer: the
+                // killed sender's, or a retry.
+                let allowed = 1 + (outAtKill.contains(entry.id) ? 1 : 0) + retries[entry.id, default: 0]
+                #expect(count <= allowed, "\(entry.name) reached the server \(count) times")
             }
             #expect(repeated.isSubset(of: mayRepeat), "sent twice though not out at the kill nor retried: \(repeated.subtracting(mayRepeat).sorted())")
             // At most one entry per lane was out at the kill. (`outAtKill` may
             // hold more: a "settled" line comes a little after its commit.)
-            #expect(repeated.count <= Self.lanes)
-            // The server's tasks agree: each name once, the repeated ones twice.
+            #expect(repeated.subtracting(retried).count <= Self.lanes)
+            // The server's tasks agree: each name as often as its key came.
             let names = try await Self.taskNames(server)
             for entry in entries {
-                #expect(names[entry.name, default: 0] == (repeated.contains(entry.id) ? 2 : 1), "\(entry.name)")
+                #expect(names[entry.name, default: 0] == sent[entry.id], "\(entry.name)")
             }
             #expect(try await Self.queuedEntries(path).isEmpty, "the store still has entries")
             print("outbox claims: sender \(victim) killed after \(sentByVictim.count) sends, \(outAtKill.count) out at the kill, \(repeated.count) sent twice, \(retried.count) retried; survivor sent \(logs[survivor].count(where: { $0.hasPrefix("sending ") }))")
