@@ -201,6 +201,16 @@ import Testing
         }
     }
 
+    @Test func theStoredTypeNameIsWhatStringReflectingPrints() {
+        // Values cached by earlier versions were stored under `String(reflecting:)`.
+        struct Local: Codable {}
+        #expect(ValueTable.typeName([Song].self) == String(reflecting: [Song].self))
+        #expect(ValueTable.typeName(Profile?.self) == String(reflecting: Profile?.self))
+        #expect(ValueTable.typeName([String: [Int]].self) == String(reflecting: [String: [Int]].self))
+        #expect(ValueTable.typeName([Local].self) == String(reflecting: [Local].self))
+        #expect(ValueTable.typeName([Song].self) == "Swift.Array<DepotStoreTests.CachedValueTests.Song>")
+    }
+
     @Test func theThreeWaysOfFollowingAValueSeeEachWrite() async throws {
         try await withSetup { setup in
             let store = try setup.store()
