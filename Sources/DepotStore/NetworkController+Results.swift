@@ -121,11 +121,12 @@ extension NetworkController {
         query: ResultsQuery<Record>,
         refresh: @escaping ResultsDiff.Refresh<Record>,
         operation: Operation,
-        policy: CachePolicy
+        policy: CachePolicy,
+        firstRows: [Record]? = nil
     ) throws(DepotError) -> ResultsController<Record> {
         let store = try requireStore()
         let status = try SyncStatus(refreshing: operation, with: self, policy: policy)
-        let results = try ResultsController(store: store, query: query, refresh: refresh, held: policy == .networkOnly)
+        let results = try ResultsController(store: store, query: query, refresh: refresh, held: policy == .networkOnly, firstRows: firstRows)
         results.syncStatus = status
 
         guard status.needsRefresh else { return results }

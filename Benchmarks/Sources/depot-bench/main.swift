@@ -4,7 +4,8 @@
 //
 // `serve` is used internally: the transport and outbox benchmarks start this
 // binary again as their loopback server, so server CPU is not counted as client CPU.
-// `livefollower` too: livelatency's app in another process.
+// `livefollower` too: livelatency's app in another process, and `valueprobe`:
+// one of `values`' measurements in a fresh process.
 import Foundation
 
 func run(_ arguments: [String]) async throws {
@@ -27,6 +28,10 @@ case "nerdfeed":
     try await NerdfeedBench.run(binaries: arguments.count > 1 ? arguments[1] : ".build/release", repeats: arguments.count > 2 ? Int(arguments[2]) ?? 3 : 3)
 case "firstrows":
     try await FirstRowsBench.run(repetitions: arguments.count > 1 ? Int(arguments[1]) ?? 200 : 200, binaries: arguments.count > 2 ? arguments[2] : nil, trivialSwift: arguments.count > 3 ? arguments[3] : nil)
+case "values":
+    try await ValuesBench.run(iterations: arguments.count > 1 ? Int(arguments[1]) ?? 50 : 50)
+case "valueprobe":
+    try await ValuesBench.probe(arguments)
 case "overhead":
     try await OverheadBench.run(operations: arguments.count > 1 ? Int(arguments[1]) ?? 100_000 : 100_000)
 case "evict":
@@ -53,14 +58,15 @@ case "soak":
     }
     exit(try await SoakBench.run(duration: duration, seed: seed) ? 0 : 1)
 default:
-    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | allocations [operations] | ingest [items] [repeats] | outbox [count] [rounds] | changesets [rows] [repeats] | evict [rows] [repeats] [all|page] | reallink [repeats] [lows] [depot-server path] | conditions [trace folder] | nerdfeed [release bin folder] [repeats] | firstrows [repetitions] [release bin folder] [trivial Swift program] | bigfeed [release bin folder] [items] [repeats] | soak [duration] [seed] | livelatency [release bin folder] [seconds] | catchup [release bin folder] [repeats] | livememory [events] [events a chunk] | serve]")
+    print("usage: depot-bench [transport [requests] [repeats] | overhead [operations] | allocations [operations] | ingest [items] [repeats] | outbox [count] [rounds] | changesets [rows] [repeats] | evict [rows] [repeats] [all|page] | reallink [repeats] [lows] [depot-server path] | conditions [trace folder] | nerdfeed [release bin folder] [repeats] | firstrows [repetitions] [release bin folder] [trivial Swift program] | values [iterations] | bigfeed [release bin folder] [items] [repeats] | soak [duration] [seed] | livelatency [release bin folder] [seconds] | catchup [release bin folder] [repeats] | livememory [events] [events a chunk] | serve]")
     exit(2)
 }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 // The commit and date of the summary rows, read before a subcommand can change the tree.
-if arguments.first != "serve", arguments.first != "livefollower" { _ = SummaryRow.run }
+// Not in `valueprobe`: it would warm up the process it measures cold.
+if !["serve", "livefollower", "valueprobe"].contains(arguments.first) { _ = SummaryRow.run }
 do {
     try await run(arguments)
 } catch {

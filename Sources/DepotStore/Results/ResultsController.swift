@@ -113,8 +113,11 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
     }
 
     /// Makes a results controller. `held` ones show nothing until ``performFetch()``.
+    /// `firstRows`, when the caller just fetched them with `query`, are the
+    /// first snapshot instead of a fetch of its own: the first round of
+    /// observation refetches anyway, so a commit since then still shows.
     @usableFromInline
-    init(store: Store, query: ResultsQuery<Record>, refresh: @escaping ResultsDiff.Refresh<Record>, held: Bool) throws(DepotError) {
+    init(store: Store, query: ResultsQuery<Record>, refresh: @escaping ResultsDiff.Refresh<Record>, held: Bool, firstRows: [Record]? = nil) throws(DepotError) {
         self.store = store
         self.query = query
         self.refresh = refresh
@@ -122,7 +125,9 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
         self.referenceID = store.liveResults.register()
         self.observerID = store.fanout.makeID()
         if !held {
-            snapshot = refresh(try read(), .empty).0
+            let rows: [Record]
+            if let firstRows { rows = firstRows } else { rows = try read() }
+            snapshot = refresh(rows, .empty).0
             publishReferences()
             observe(from: snapshot)
         }

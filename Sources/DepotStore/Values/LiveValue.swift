@@ -158,11 +158,14 @@ extension NetworkController {
                 throw DepotError.storage(error, detail: "cannot mark the cached value of \(key) stale")
             }
         }
+        // The row just read is the results' first snapshot: a second fetch
+        // would decode the whole value again on the main actor.
         let results = try makeResults(
             query: ResultsQuery(request),
             refresh: ResultsDiff.refresh(sectionKey: nil),
             operation: operation,
-            policy: policy)
+            policy: policy,
+            firstRows: stored.map { [$0] } ?? [])
         guard let status = results.syncStatus else {
             throw DepotError(.storage, detail: "no sync status for \(operation.cacheKey)")
         }
