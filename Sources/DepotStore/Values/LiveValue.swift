@@ -137,15 +137,17 @@ extension NetworkController {
         // A miss the ledger does not know of is made stale, so that the
         // policy refetches it: a value that no longer decodes, or none under a
         // key the ledger calls synced (the table path cached it before).
+        let stored: StoredValue<Operation.Value>?
         let isUnknownMiss: Bool
         do {
-            isUnknownMiss = try store.writer.read { db in
-                switch try request.fetchOne(db)?.value {
-                case .success: return false
-                case .failure: return true
+            (stored, isUnknownMiss) = try store.writer.read { db in
+                let stored = try request.fetchOne(db)
+                switch stored?.value {
+                case .success: return (stored, false)
+                case .failure: return (stored, true)
                 case nil:
-                    guard let entry = try SyncLedger.entry(for: key, in: db) else { return false }
-                    return entry.lastSynced != nil && !entry.isStale
+                    guard let entry = try SyncLedger.entry(for: key, in: db) else { return (nil, false) }
+                    return (nil, entry.lastSynced != nil && !entry.isStale)
                 }
             }
         } catch {
