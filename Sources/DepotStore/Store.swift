@@ -96,9 +96,11 @@ public final class Store: Sendable {
     /// permissions, and its `-wal` and `-shm` files, are tightened to 0600.
     ///
     /// A file that a newer version of the app migrated (it holds migrations
-    /// a non-empty `migrator` does not know) is refused with a `.storage` error whose
-    /// ``Depot/DepotError/storageProblem`` is ``Depot/DepotError/StorageProblem/newerSchema``:
-    /// this version cannot tell what the newer tables mean.
+    /// a non-empty `migrator` does not know) is read and written as far as
+    /// its tables allow: ``newerMigrations`` lists what this version does not
+    /// know, and a read or write that the newer tables refuse fails with a
+    /// `.storage` error whose ``Depot/DepotError/storageProblem`` is
+    /// ``Depot/DepotError/StorageProblem/newerSchema``.
     ///
     /// Several processes may share the file: every connection waits up to
     /// ``defaultBusyTimeout`` for another's lock (unless `configuration` sets
@@ -139,6 +141,7 @@ public final class Store: Sendable {
         self.writer = opened.writer
         self.openingLock = opened.lock
         self.isReadOnly = opened.isReadOnly
+        self.newerMigrations = opened.newerMigrations
         self.filePath = path
         do {
             self.seenDataVersion = Mutex(try opened.writer.writeWithoutTransaction(Self.dataVersion))
@@ -230,13 +233,19 @@ public final class Store: Sendable {
         self.fanout = Self.startFanout(on: writer)
         self.openingLock = nil
         self.isReadOnly = false
+        self.newerMigrations = []
         self.filePath = nil
         self.evictor = evictor
         self.environment = environment
         self.recoveryCenter = RecoveryCenter(opening: nil, last: nil)
     }
 
-    static func prepare(_ writer: any DatabaseWriter, migrator: DatabaseMigrator) throws {
+    /// Creates Depot's tables and runs the app's migrations where needed.
+    ///
+    /// - Returns: The migrations the file holds that `migrator` does not
+    ///   know (``newerMigrations``).
+    @discardableResult
+    static func prepare(_ writer: any DatabaseWriter, migrator: DatabaseMigrator) throws -> [String] {
         // Usually everything is in place already: check with a read, so that
         // opening a warm cache (an app's cold start) takes no write transaction.
         let ready: Bool
@@ -252,10 +261,7 @@ public final class Store: Sendable {
             // is not one either ever wrote ("no such column"): damage.
             throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "the store's own tables do not read: \(error.message ?? "")")
         }
-        if ready {
-            guard unknown.isEmpty else { throw StorageFailure.newerSchema(unknownMigrations: unknown) }
-            return
-        }
+        if ready { return unknown }
         // A migration writes into the file: first make sure it is sound. A
         // schema that lost tables to damage would otherwise get empty new
         // ones, and what the old ones held would be orphaned for good.
@@ -288,16 +294,15 @@ public final class Store: Sendable {
         (writer as? DatabasePool)?.invalidateReadOnlyConnections()
         // Asked again after the migration, which forgets the identifiers a
         // squashed migration merged (they are no newer app's).
-        let left = try writer.read { db in try unknownMigrations(migrator, db) }
-        guard left.isEmpty else { throw StorageFailure.newerSchema(unknownMigrations: left) }
+        return try writer.read { db in try unknownMigrations(migrator, db) }
     }
 
     /// The migrations applied to the file that `migrator` does not know
     /// (GRDB's `hasBeenSuperseded`, by name): a newer version of the app
     /// migrated it, and this one cannot tell what its tables mean now. A
     /// migrator without migrations claims no schema (a tool that looks at
-    /// any app's cache, say): it knows of none, and is not refused.
-    private static func unknownMigrations(_ migrator: DatabaseMigrator, _ db: Database) throws -> [String] {
+    /// any app's cache, say): it knows of none.
+    static func unknownMigrations(_ migrator: DatabaseMigrator, _ db: Database) throws -> [String] {
         guard !migrator.migrations.isEmpty, try db.tableExists("grdb_migrations") else { return [] }
         let known = Set(migrator.migrations)
         return try migrator.appliedIdentifiers(db).filter { !known.contains($0) }.sorted()
@@ -312,6 +317,12 @@ public final class Store: Sendable {
     /// Whether the file was opened read-only, because the process cannot
     /// write it: reads show what it holds, and writes fail with `.storage`.
     public let isReadOnly: Bool
+
+    /// The migrations the file holds that this app's migrator does not know:
+    /// a newer version of the app wrote it (empty otherwise). The store reads
+    /// and writes it as far as its tables allow; what the newer tables refuse
+    /// fails as ``Depot/DepotError/StorageProblem/newerSchema``.
+    public let newerMigrations: [String]
 
     /// The store's rebuilds of a damaged file (see ``recoverIfDamaged()``).
     let recoveryCenter: RecoveryCenter
@@ -331,7 +342,7 @@ public final class Store: Sendable {
             return try await writer.read(value)
         } catch {
             noticeFailure(error)
-            throw DepotError.storage(error, detail: "read failed")
+            throw failure(error, detail: "read failed")
         }
     }
 
@@ -341,8 +352,27 @@ public final class Store: Sendable {
             return try await writer.write(updates)
         } catch {
             noticeFailure(error)
-            throw DepotError.storage(error, detail: "write failed")
+            throw failure(error, detail: "write failed")
         }
+    }
+
+    /// `error` from a read or write as a `DepotError`: on a file a newer
+    /// version of the app migrated, what SQLite refused because of the
+    /// newer tables ("no such column", a constraint this version does not
+    /// fill) is ``Depot/DepotError/StorageProblem/newerSchema``.
+    func failure(_ error: any Error, detail: String) -> DepotError {
+        if !newerMigrations.isEmpty, let refused = Self.databaseError(in: error),
+           [.SQLITE_ERROR, .SQLITE_CONSTRAINT, .SQLITE_MISMATCH].contains(refused.resultCode) {
+            return DepotError(.storage, detail: detail, underlying: StorageFailure.newerSchema(unknownMigrations: newerMigrations, cause: error))
+        }
+        return DepotError.storage(error, detail: detail)
+    }
+
+    /// SQLite's error in `error`, or in the `DepotError`s that wrap it.
+    private static func databaseError(in error: any Error, depth: Int = 0) -> DatabaseError? {
+        if let database = error as? DatabaseError { return database }
+        guard depth < 8, let wrapped = (error as? DepotError)?.underlying else { return nil }
+        return databaseError(in: wrapped, depth: depth + 1)
     }
 
     // MARK: - Other processes

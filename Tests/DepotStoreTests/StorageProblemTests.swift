@@ -77,24 +77,44 @@ import Testing
         }
     }
 
-    /// A newer app added a migration: this one opens the file no more, and says why.
-    @Test func aFileMigratedByANewerAppIsRefusedAsNewerSchema() async throws {
+    /// A newer app added a migration: this version still reads and writes
+    /// the file as far as its tables allow, and what the newer tables refuse
+    /// (here a column this version does not fill) is told as a newer schema.
+    @Test func aFileMigratedByANewerAppIsReadAndWhatItRefusesIsNewerSchema() async throws {
         try await withFile { path in
             var newer = Item.migrator
             newer.registerMigration("items-v2") { db in
                 try db.alter(table: "item") { t in t.add(column: "subtitle", .text) }
             }
-            try await Store(path: path, migrator: newer).close()
-            let error = #expect(throws: DepotError.self) {
-                _ = try Store(path: path, migrator: Item.migrator)
+            newer.registerMigration("items-v3") { db in
+                try db.alter(table: "item") { t in t.add(column: "priority", .integer).notNull().defaults(to: 0) }
+                try db.execute(sql: "CREATE TABLE tag (name TEXT NOT NULL)")
+            }
+            let newest = try Store(path: path, migrator: newer)
+            try await newest.write { db in try Item(id: 1, section: "a", rank: 1, title: "from the newer app").insert(db) }
+            try await newest.close()
+
+            // Opened by this version: readable, and writable where nothing new is in the way.
+            let store = try Store(path: path, migrator: Item.migrator)
+            #expect(store.newerMigrations == ["items-v2", "items-v3"])
+            #expect(try await store.read { db in try Item.fetchAll(db).map(\.title) } == ["from the newer app"])
+            try await store.write { db in try Item(id: 2, section: "a", rank: 2, title: "from this app").insert(db) }
+            // A write the newer tables refuse.
+            let error = await #expect(throws: DepotError.self) {
+                try await store.write { db in try db.execute(sql: "INSERT INTO tag (name) VALUES (NULL)") }
             }
             #expect(error?.code == .storage)
             #expect(error?.storageProblem == .newerSchema)
-            #expect(error?.description.contains("unknown migrations: items-v2") == true, "\(String(describing: error))")
-            // The app's own version still opens it, and so does a store that
-            // claims no schema (an empty migrator: a tool, a test).
-            try await Store(path: path, migrator: newer).close()
-            try await Store(path: path).close()
+            #expect(error?.description.contains("unknown migrations: items-v2, items-v3") == true, "\(String(describing: error))")
+            try await store.close()
+            // The same failure on a file this version migrated is no newer schema.
+            let own = try Store(path: path, migrator: newer)
+            #expect(own.newerMigrations.isEmpty)
+            let plain = await #expect(throws: DepotError.self) {
+                try await own.write { db in try db.execute(sql: "INSERT INTO tag (name) VALUES (NULL)") }
+            }
+            #expect(plain?.storageProblem == nil)
+            try await own.close()
         }
     }
 

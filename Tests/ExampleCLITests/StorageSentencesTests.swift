@@ -31,6 +31,10 @@ struct StorageSentencesTests {
         var diskFull: String
         /// What the command says when its write meets a read-only cache (at `{cache}`).
         var readOnly: String
+        /// The table and column a newer version renames, which the command writes.
+        var renamed: (table: String, column: String)
+        /// What the command says when its write meets that newer schema (at `{cache}`).
+        var newerSchema: String
         /// The tmpfs room left for the command: enough to open the cache
         /// (GRDB writes once at open, and SQLite maps 32 KB of `-shm`), not
         /// enough for the sync or the change. Found by trying; the windows
@@ -43,14 +47,20 @@ struct StorageSentencesTests {
         App(name: "nerdfeed", seed: ["--once", "--offline"], command: ["--once", "--port", "0"],
             diskFull: "-- sync failed: the disk is full, so the new items were not saved; free some space and try again",
             readOnly: "-- sync failed: the cache file is read-only, so the new items were not saved; make it and its folder writable, or choose another file with --cache",
+            renamed: ("feedItem", "title"),
+            newerSchema: "nerdfeed: The cache file {cache} was written by a newer version of nerdfeed, so the cache could not be read. Update nerdfeed, or choose another file with --cache.",
             roomLeft: 64 * 1_024),
         App(name: "timeline", seed: ["--once", "--link", "offline"], command: ["--post", "hello"],
             diskFull: "timeline: The disk is full, so your post was not saved. Free some space and try again.",
             readOnly: "timeline: The cache file {cache} is read-only, so your post was not saved. Make it and its folder writable, or choose another file with --cache.",
+            renamed: ("pendingPost", "text"),
+            newerSchema: "timeline: The cache file {cache} was written by a newer version of timeline, so your post was not saved. Update timeline, or choose another file with --cache.",
             roomLeft: 52 * 1_024),
         App(name: "senbei", seed: ["outbox"], command: ["new-task", "Call Ann"],
             diskFull: "senbei: The disk is full, so the task was not saved. Free some space and try again.",
             readOnly: "senbei: The cache file is read-only, so the task was not saved. Make it and its folder writable, or choose another file with --cache.",
+            renamed: ("task", "name"),
+            newerSchema: "senbei: The cache file was written by a newer version of senbei, so the task was not saved. Update senbei, or choose another file with --cache.",
             roomLeft: 60 * 1_024),
     ]
 
@@ -67,7 +77,8 @@ struct StorageSentencesTests {
             (["\(name): The cache file \(cache) is read-only, so \(name) shows what it holds but cannot save changes. Make it and its folder writable to save them.",
               app.readOnly.replacingOccurrences(of: "{cache}", with: cache)], 1)
         case .newerSchema:
-            (["\(name): The cache file \(cache) was written by a newer version of \(name), so \(name) could not open its cache. Update \(name), or choose another file with --cache."], 1)
+            // It opens the cache; the write the newer tables refuse says why.
+            ([app.newerSchema.replacingOccurrences(of: "{cache}", with: cache)], 1)
         case .locked:
             (["\(name): Another program kept the cache locked for too long, so \(name) could not open its cache. Close the program that uses it, or wait for it to finish, and try again."], 1)
         case .noPermission:
@@ -110,7 +121,11 @@ struct StorageSentencesTests {
         case .newerSchema:
             try FileManager.default.copyItem(atPath: seed, toPath: cache)
             let queue = try DatabaseQueue(path: cache)
-            try await queue.write { db in try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('from-a-newer-version')") }
+            // A newer version renamed a column this one writes.
+            try await queue.write { db in
+                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('from-a-newer-version')")
+                try db.execute(sql: "ALTER TABLE \(app.renamed.table.quotedDatabaseIdentifier) RENAME COLUMN \(app.renamed.column.quotedDatabaseIdentifier) TO renamedByANewerVersion")
+            }
             try queue.close()
             run = try await spawn(executable, arguments)
         case .damaged:

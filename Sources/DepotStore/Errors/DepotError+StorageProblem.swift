@@ -41,9 +41,11 @@ extension DepotError {
         /// (where SQLite cannot make its `-wal` and `-shm` files) or a
         /// read-only volume (`SQLITE_READONLY` and its extended codes, `EROFS`).
         public static let readOnly = StorageProblem(base: .readOnly)
-        /// The file was migrated by a newer version of the app: it holds
-        /// migrations the store's `DatabaseMigrator` does not know, so this
-        /// version cannot tell what its tables mean. The store refuses to open it.
+        /// The file was migrated by a newer version of the app (it holds
+        /// migrations the store's `DatabaseMigrator` does not know,
+        /// ``/DepotStore/Store/newerMigrations``), and SQLite refused a read or
+        /// write because of its newer tables: a renamed column, a constraint
+        /// this version does not fill. What still fits is read and written.
         public static let newerSchema = StorageProblem(base: .newerSchema)
         /// Another connection (usually another process) held the file's lock
         /// for longer than the busy timeout (`SQLITE_BUSY`, `SQLITE_LOCKED`).
@@ -183,10 +185,10 @@ struct StorageFailure: Error, CustomStringConvertible {
     }
 
     /// The file holds migrations that `migrator` does not know.
-    static func newerSchema(unknownMigrations: [String]) -> StorageFailure {
+    static func newerSchema(unknownMigrations: [String], cause: (any Error)? = nil) -> StorageFailure {
         StorageFailure(
             problem: .newerSchema,
             explanation: "the file was migrated by a newer version of the app (unknown migrations: \(unknownMigrations.joined(separator: ", ")))",
-            cause: nil)
+            cause: cause)
     }
 }

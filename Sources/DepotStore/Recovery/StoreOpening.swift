@@ -24,6 +24,7 @@ struct StoreOpening: Sendable {
         var lock: OpeningLock?
         var isReadOnly = false
         var recovery: StoreRecovery?
+        var newerMigrations: [String] = []
     }
 
     /// What a rebuild salvages.
@@ -73,13 +74,12 @@ struct StoreOpening: Sendable {
         // "database is locked" to a second `journal_mode = WAL` at once,
         // without waiting. The open and the migration take turns instead.
         let lock = OpeningLock(path: path)
-        let pool = try lock.exclusively {
+        let (pool, newer) = try lock.exclusively {
             let pool = try DatabasePool(path: path, configuration: configuration)
             if retention?.sizeBudget != nil { try Store.enableIncrementalVacuum(pool) }
-            try Store.prepare(pool, migrator: migrator)
-            return pool
+            return (pool, try Store.prepare(pool, migrator: migrator))
         }
-        return Opened(writer: pool, lock: lock)
+        return Opened(writer: pool, lock: lock, newerMigrations: newer)
     }
 
     /// Takes group and other permissions away from `file`, if it exists with them.
@@ -139,7 +139,8 @@ struct StoreOpening: Sendable {
         guard ready else {
             throw DepotError(.storage, detail: "the store at \(path) is read-only and needs a migration this app cannot write")
         }
-        return Opened(writer: queue, isReadOnly: true)
+        let newer = try queue.read { db in try Store.unknownMigrations(migrator, db) }
+        return Opened(writer: queue, isReadOnly: true, newerMigrations: newer)
     }
 
     // MARK: - Rebuild

@@ -146,7 +146,7 @@ public final class ResultsController<Record: FetchableRecord & Identifiable & Eq
             return try store.writer.read(query.fetch)
         } catch {
             store.noticeFailure(error)
-            throw DepotError.storage(error, detail: "fetch failed")
+            throw store.failure(error, detail: "fetch failed")
         }
     }
 
