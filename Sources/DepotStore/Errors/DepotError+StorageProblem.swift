@@ -133,6 +133,8 @@ extension DepotError.StorageProblem {
         case .SQLITE_BUSY, .SQLITE_LOCKED: self = .locked
         case .SQLITE_PERM: self = .noPermission
         case .SQLITE_CORRUPT, .SQLITE_NOTADB: self = .damaged
+        // A header whose format numbers no SQLite wrote.
+        case .SQLITE_ERROR where error.message?.hasPrefix("unsupported file format") == true: self = .damaged
         default: return nil
         }
     }

@@ -27,8 +27,8 @@ import GRDB
 /// ```
 ///
 /// An app whose store holds data it cannot lose at all chooses ``fail``, and
-/// deals with the `.storage` error itself (its underlying SQLite error is
-/// `SQLITE_CORRUPT` or `SQLITE_NOTADB`).
+/// deals with the `.storage` error itself: its
+/// ``Depot/DepotError/storageProblem`` is `.damaged`.
 public struct CorruptionPolicy: Sendable, CustomStringConvertible {
     /// The rows to salvage besides the outbox and the protected rows; `nil` for ``fail``.
     let precious: [PreciousRows]?

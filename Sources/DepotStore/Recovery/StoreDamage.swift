@@ -4,18 +4,12 @@ import GRDB
 
 /// Recognizing a damaged database file, and getting what can be read out of it.
 enum StoreDamage {
-    /// Whether `error` says the file is damaged: SQLite's `SQLITE_CORRUPT`
-    /// ("database disk image is malformed"), `SQLITE_NOTADB` ("file is
-    /// not a database"), or "unsupported file format" (a header whose
-    /// format numbers no SQLite wrote), including inside a `DepotError`.
+    /// Whether `error` says the file is damaged: its
+    /// ``Depot/DepotError/storageProblem`` would be `.damaged` (SQLite's
+    /// `SQLITE_CORRUPT`, `SQLITE_NOTADB`, or "unsupported file format"),
+    /// including inside a `DepotError`.
     static func isDamage(_ error: any Error) -> Bool {
-        if let error = error as? DepotError, let underlying = error.underlying { return isDamage(underlying) }
-        guard let error = error as? DatabaseError else { return false }
-        switch error.resultCode {
-        case .SQLITE_CORRUPT, .SQLITE_NOTADB: return true
-        case .SQLITE_ERROR: return error.message?.hasPrefix("unsupported file format") == true
-        default: return false
-        }
+        DepotError.StorageProblem(causedBy: error, depth: 0) == .damaged
     }
 
     /// Whether `error` is an I/O error: the file may be damaged, which a
