@@ -153,7 +153,9 @@ import Testing
                 let controller = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
                 let songs = try controller.value(for: FetchTopSongs())
                 #expect(songs.value == nil, "nothing before the first sync")
-                let updates = Recorder(songs.updates())
+                // A real server over loopback: on a loaded two-core machine the
+                // first exchange can take longer than the Recorder's 10 s guard.
+                let updates = Recorder(songs.updates(), timeout: .seconds(45))
                 let shown = try await updates.next { ($0?.count ?? 0) == 25 }
                 #expect(shown?.first?.name.isEmpty == false)
                 #expect(songs.syncStatus.lastSynced != nil)
@@ -247,7 +249,7 @@ import Testing
                 let store = try setup.store()
                 let controller = setup.controller(AsyncHTTPClientTransport(), baseURL: server.baseURL, store: store)
                 let songs = try controller.value(for: FetchTopSongs(), policy: .cacheFirst(maxAge: .seconds(3_600)))
-                let states = Recorder(songs.syncStatus.updates())
+                let states = Recorder(songs.syncStatus.updates(), timeout: .seconds(45))
                 _ = try await states.next { $0.lastSynced != nil && !$0.isSyncing }
                 let firstSync = try #require(songs.syncStatus.lastSynced)
                 for target in [CacheInvalidation.key(FetchTopSongs().cacheKey), .keyPrefix("GET topsongs"), .tag("charts")] {
