@@ -190,6 +190,8 @@ extension PlainFailure {
             return PlainFailure(happened: "the server's answer could not be read", remedy: "check the address, or try again later")
         case .invalidPage?:
             return PlainFailure(happened: "the server's pages made no sense, so paging stopped", remedy: "refresh to start again")
+        case .conflict?:
+            return PlainFailure(happened: "someone else changed it on the server first", remedy: "look at both versions and choose")
         case .cancelled?, .shutDown?:
             return PlainFailure(happened: "it was cancelled", remedy: "try again")
         case .invalidRequest?, .encoding?:

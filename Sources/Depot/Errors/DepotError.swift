@@ -24,7 +24,7 @@ public struct DepotError: Error, Sendable, CustomStringConvertible, LocalizedErr
             case tooLarge, tooManyRedirects, insecureRedirect
             case dependencyFailed, shutDown
             case decoding, encoding, invalidRequest, processing, transport, storage
-            case invalidPage
+            case invalidPage, conflict
         }
 
         let base: Base
@@ -71,6 +71,12 @@ public struct DepotError: Error, Sendable, CustomStringConvertible, LocalizedErr
         /// earlier pages brought, an empty page that says there are more, or a
         /// malformed or repeated next-page cursor. Paging stops there.
         public static let invalidPage = Code(base: .invalidPage)
+        /// A write was refused because the record changed or went on the
+        /// server since the version it was based on: a `412 Precondition
+        /// Failed`, a `409` the mutation recognises, or a `404`/`410` for an
+        /// edit. DepotStore's outbox turns it into a decision (merge, accept
+        /// the server's, or keep for the user) rather than a plain rollback.
+        public static let conflict = Code(base: .conflict)
 
         /// The code's stable name, as used in logs and persisted sync status.
         public var rawValue: String { base.rawValue }
@@ -184,6 +190,7 @@ public struct DepotError: Error, Sendable, CustomStringConvertible, LocalizedErr
         case .transport: return "transport error" + detailSuffix(": ") + underlyingSuffix
         case .storage: return "cache error" + detailSuffix(": ") + underlyingSuffix
         case .invalidPage: return "invalid page" + detailSuffix(": ")
+        case .conflict: return "conflict" + detailSuffix(": ")
         }
     }
 

@@ -47,7 +47,8 @@ import GRDB
 ///   server's rows, in the same transaction, so that a refresh never undoes
 ///   what the user did. Write it as an upsert ("the row is so"), not as an
 ///   increment.
-/// - Every attempt sends the same `Idempotency-Key`; the server must honour it
+/// - Every attempt sends the same `Idempotency-Key` (and ``baseVersion``, if
+///   any, as `If-Match`); the server must honour the key
 ///   for delivery to be exactly once (the outbox cannot know whether a lost
 ///   answer's request arrived).
 /// - ``typeName`` must not change while mutations of the type may be queued:
@@ -127,6 +128,20 @@ public protocol Mutation: Sendable {
     /// var retainedRows: [RetainedRow] { [RetainedRow(table: "post", key: payload.localID)] }
     /// ```
     var retainedRows: [RetainedRow] { get }
+
+    /// The record this mutation changes, if it changes one: the outbox stores
+    /// it with the entry, so that ``RecordState`` shows the record's row as
+    /// waiting for the server (or in conflict) without a table of the app's
+    /// own. Default: none.
+    var record: RecordKey? { get }
+
+    /// The version of ``record`` this mutation was based on, as the cache
+    /// held it when the user made the change (``RecordVersions/version(of:in:)``):
+    /// every attempt sends it as `If-Match`, so that a server that has a newer
+    /// version refuses the write (`412`) instead of losing the other change.
+    /// A ``VersionedEdit`` turns that refusal into a merge or a kept
+    /// conflict. Default: none (no `If-Match`).
+    var baseVersion: RecordVersion? { get }
 }
 
 extension Mutation {
@@ -136,6 +151,8 @@ extension Mutation {
     public var timeout: Timeout { .default }
     public var invalidates: [CacheInvalidation] { [] }
     public var retainedRows: [RetainedRow] { [] }
+    public var record: RecordKey? { nil }
+    public var baseVersion: RecordVersion? { nil }
 
     public func isStillProcessing(_ response: NetworkResponse) -> Bool {
         response.status == 409 && response.text.localizedCaseInsensitiveContains("idempotency")

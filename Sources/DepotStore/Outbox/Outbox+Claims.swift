@@ -20,6 +20,9 @@ extension Outbox {
         case claimedElsewhere(until: Date)
         /// Nothing pending.
         case empty
+        /// The lane's first entry is a conflict kept for the user: nothing
+        /// behind it goes until it is resolved.
+        case blocked
     }
 
     /// This process's id, written with each claim so that another process
@@ -64,8 +67,15 @@ extension Outbox {
         let (claimant, now) = (claimant, store.currentDate())
         let expires = (now + claimDuration.timeInterval).timeIntervalSince1970
         let head = try await store.write { db -> Head in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM \(OutboxTable.name) WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT 1", arguments: [lane]) else {
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM \(OutboxTable.name) WHERE lane = ? AND state IN ('pending', 'conflict') ORDER BY id LIMIT 1", arguments: [lane]) else {
                 return .empty
+            }
+            if row["state"] == OutboxEntry.State.conflict.name {
+                if try ConflictTable.one(row["id"], db) != nil { return .blocked }
+                // Its conflict was lost (a rebuilt store keeps the outbox, not
+                // the conflicts): sent again, it meets the server's version
+                // again, and the conflict is found anew.
+                try db.execute(sql: "UPDATE \(OutboxTable.name) SET state = 'pending' WHERE id = ?", arguments: [row["id"]])
             }
             if let until = Self.isClaimedElsewhere(row, by: claimant, at: now) { return .claimedElsewhere(until: until) }
             try db.execute(

@@ -34,7 +34,7 @@ extension Outbox {
         }
     }
 
-    private enum Disposition {
+    enum Disposition {
         /// Decided (committed, rolled back or failed): next entry.
         case decided(OutboxChange.Step)
         /// Not decided: try the same entry again after a backoff.
@@ -45,6 +45,10 @@ extension Outbox {
         case stop
         /// Another outbox took the entry over before an attempt: look again.
         case claimLost
+        /// A conflict was merged: the entry, rebased, goes again now.
+        case rebased
+        /// A conflict was kept for the user: the lane waits for its resolution.
+        case kept
     }
 
     /// Sends the lane's entries in order until none is left.
@@ -56,7 +60,7 @@ extension Outbox {
                 switch try await claimHead(of: lane) {
                 case .claimed(let entry, let payload):
                     next = (entry, payload)
-                case .empty:
+                case .empty, .blocked:
                     next = nil
                 case .claimedElsewhere(let expiry):
                     // Another outbox sends the lane's first entry: nothing
@@ -100,6 +104,7 @@ extension Outbox {
             switch disposition {
             case .decided(let step):
                 failures = 0
+                state.withLock { _ = $0.rebases.removeValue(forKey: key) }
                 // Its settling transaction removed the row, or the claim with it.
                 await releaseClaim(key, inDatabase: false)
                 await changed(key, step)
@@ -107,6 +112,16 @@ extension Outbox {
                 leaveInFlight(key)
                 await releaseClaim(key, inDatabase: false)
                 await changed()
+            case .rebased:
+                failures = 0
+                leaveInFlight(key)
+                await releaseClaim(key, inDatabase: false)
+                await changed(key, .rebased)
+            case .kept:
+                failures = 0
+                leaveInFlight(key)
+                await releaseClaim(key, inDatabase: false)
+                await changed(key, .conflicted)
             case .again(let error):
                 leaveInFlight(key)
                 failures += 1
@@ -202,11 +217,12 @@ extension Outbox {
         let status = response.status
         if (200..<300).contains(status) {
             do {
-                let ours = try await queueWrite(pendingDelta: -1) { db -> Bool in
+                let ours = try await queueWrite(pendingDelta: -1) { [types] db -> Bool in
                     // Decided by another outbox already (this one's claim
                     // expired while it waited): its decision stands.
                     guard try Self.exists(key, db) else { return false }
                     try mutation.commit(response, db)
+                    try Self.carryForward(mutation, response: response, key: key, types: types, db)
                     try SyncLedger.invalidate(mutation.invalidates, in: db)
                     try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
                     return true
@@ -232,6 +248,9 @@ extension Outbox {
             }
             resolve(key, .success(response), step: .committed)
             return .decided(.committed)
+        }
+        if M.self is any VersionedEdit.Type, let edit = mutation as? any VersionedEdit, let disposition = await conflictDisposition(edit, entry: entry, response: response) {
+            return disposition
         }
         let error = mutation.error(for: response)
         if mutation.isStillProcessing(response) || status == 408 || status == 429 || status >= 500 {
@@ -291,11 +310,7 @@ extension Outbox {
             if store.isClosing { return .stop }
             return .again(DepotError.wrap(error, operation: M.typeName, fallback: .storage))
         }
-        state.withLock { state in
-            state.rolledBack.append(OutboxFailure(id: OutboxEntry.ID(rawValue: key), typeName: M.typeName, error: error))
-            if state.rolledBack.count > Self.keptFailures { state.rolledBack.removeFirst() }
-        }
-        resolve(key, .failure(error), step: .rolledBack)
+        noteRolledBack(key, typeName: M.typeName, error: error)
         return .decided(.rolledBack)
     }
 
@@ -371,7 +386,7 @@ extension Outbox {
 
 
 /// One attempt to send a mutation: its request with the entry's
-/// `Idempotency-Key`, accepting every status (the outbox judges the answer).
+/// `Idempotency-Key` (and its base version as `If-Match`), accepting every status (the outbox judges the answer).
 struct OutboxDelivery<M: Mutation>: NetworkOperation {
     typealias Output = NetworkResponse
 
@@ -386,6 +401,7 @@ struct OutboxDelivery<M: Mutation>: NetworkOperation {
     var request: NetworkRequest {
         var request = mutation.request
         request.headers["Idempotency-Key"] = idempotencyKey
+        if let version = mutation.baseVersion { request.headers["If-Match"] = version.entityTag }
         return request
     }
 

@@ -13,14 +13,14 @@ extension Outbox {
     /// snapshot usually reads no database; ``start()`` counts again.
     public func snapshot() async throws(DepotError) -> OutboxSnapshot {
         let (known, generation, busy) = state.withLock { ($0.counted, $0.countGeneration, $0.countChanges > 0) }
-        let counts: (pending: Int, failed: [OutboxEntry])
+        let counts: (pending: Int, failed: [OutboxEntry], conflicts: [OutboxConflict])
         if let known {
             counts = known
         } else {
             counts = try await store.read { db in
                 let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(OutboxTable.name) WHERE state = 'pending'") ?? 0
                 let failed = try Row.fetchAll(db, sql: "SELECT * FROM \(OutboxTable.name) WHERE state = 'failed' ORDER BY id").map(OutboxTable.entry)
-                return (pending, failed)
+                return (pending, failed, try ConflictTable.all(db))
             }
             state.withLock { state in
                 if !busy, state.countChanges == 0, state.countGeneration == generation { state.counted = counts }
@@ -29,7 +29,9 @@ extension Outbox {
         let (isSending, isWaiting, held, rolledBack) = state.withLock { state in
             (!state.inFlight.isSubset(of: state.waitingForNetwork), !state.waitingForNetwork.isEmpty, state.held, state.rolledBack)
         }
-        return OutboxSnapshot(pendingCount: counts.pending, isSending: isSending, isWaitingForNetwork: isWaiting, heldLanes: held, failed: counts.failed, rolledBack: rolledBack)
+        return OutboxSnapshot(
+            pendingCount: counts.pending, isSending: isSending, isWaitingForNetwork: isWaiting, heldLanes: held, failed: counts.failed, rolledBack: rolledBack,
+            conflicts: counts.conflicts)
     }
 
     /// A write that changes the queue; the kept counts follow it: on
@@ -129,7 +131,7 @@ extension Outbox {
         guard let snapshot = try? await snapshot() else { return }
         let outboxChange = OutboxChange(
             entry: entry, step: step,
-            pending: snapshot.pendingCount, failed: snapshot.failed.count, isSending: snapshot.isSending,
+            pending: snapshot.pendingCount, failed: snapshot.failed.count, conflicts: snapshot.conflicts.count, isSending: snapshot.isSending,
             isWaitingForNetwork: snapshot.isWaitingForNetwork)
         let latest = state.withLock { state -> Bool in
             let latest = change > state.publishedChange

@@ -19,12 +19,14 @@ import Synchronization
 /// | 2xx (a replayed answer too) | ``Mutation/commit(_:_:)`` and the row's removal, in one transaction |
 /// | still processing (``Mutation/isStillProcessing(_:)``), 408, 429, 5xx, no network, a lost connection, a timeout | stays queued; tried again after a backoff |
 /// | 401 | its lane is held until credentials come back: a ``/Depot/TokenAuthenticator`` sign-in or refresh resumes it by itself; ``resumeHeld()`` does so for credentials the app manages |
+/// | 412, or 404 and 410, to a ``VersionedEdit`` (an edit based on a version the server no longer has) | a conflict: merged and sent again, the server's record accepted, or kept for the user (see ``VersionedEdit``) |
 /// | any other status (400, 403, 404, 409, 410, 422, …) | ``Mutation/rollback(_:_:)`` and the row's removal, in one transaction |
 ///
 /// Lanes: mutations of one ``Mutation/lane`` go strictly in order, one at a
 /// time; lanes run in parallel within the controller's concurrency limit. A
 /// permanent failure is rolled back and removed, so it blocks neither its own
-/// lane nor the others.
+/// lane nor the others. A conflict kept for the user holds its own lane (the
+/// later changes of that record wait for it), and no other.
 ///
 /// For example:
 ///
@@ -85,7 +87,7 @@ public final class Outbox: Sendable {
         /// The queue's counts, kept as the outbox changes it (a snapshot then
         /// reads no database); `nil` until read, and after a change that is
         /// easier to read again (a failure, a retry, a discard).
-        var counted: (pending: Int, failed: [OutboxEntry])?
+        var counted: (pending: Int, failed: [OutboxEntry], conflicts: [OutboxConflict])?
         /// Bumped by every change of the queue, so that a count read that
         /// raced one is not kept.
         var countGeneration: UInt64 = 0
@@ -123,6 +125,8 @@ public final class Outbox: Sendable {
         /// Claimed entries whose claim another outbox took over before an
         /// attempt: their lane looks again instead of deciding them.
         var lostClaims: Set<Int64> = []
+        /// How many times in a row each entry was rebased after a conflict.
+        var rebases: [Int64: Int] = [:]
     }
 
     /// How long a claim lasts unless ``init(store:controller:types:waitsForNetwork:claimDuration:)`` says otherwise.
@@ -211,11 +215,11 @@ public final class Outbox: Sendable {
         }
         let key = UUID().uuidString
         let now = store.currentDate()
-        let lane = mutation.lane
+        let (lane, record) = (mutation.lane, mutation.record)
         let id = try await queueWrite(pendingDelta: 1) { db in
             try db.execute(
-                sql: "INSERT INTO \(OutboxTable.name) (typeName, lane, payload, idempotencyKey, createdAt) VALUES (?, ?, ?, ?, ?)",
-                arguments: [M.typeName, lane, payload, key, now])
+                sql: "INSERT INTO \(OutboxTable.name) (typeName, lane, payload, idempotencyKey, createdAt, recordKind, recordID) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                arguments: [M.typeName, lane, payload, key, now, record?.kind, record?.id])
             let id = db.lastInsertedRowID
             try mutation.applyOptimistically(db)
             return id
@@ -326,7 +330,7 @@ public final class Outbox: Sendable {
         guard taken else { throw DepotError(.invalidRequest, detail: "outbox entry \(id) is being sent") }
         let error = DepotError(.cancelled, detail: "discarded")
         let (claimant, now) = (claimant, store.currentDate())
-        enum Found: Sendable { case discarded, missing, claimedElsewhere }
+        enum Found: Sendable { case discarded(lane: String), missing, claimedElsewhere }
         do throws(DepotError) {
             let found = try await queueWrite(pendingDelta: nil) { [types] db -> Found in
                 guard let row = try Row.fetchOne(db, sql: "SELECT * FROM \(OutboxTable.name) WHERE id = ?", arguments: [key]) else { return .missing }
@@ -336,11 +340,13 @@ public final class Outbox: Sendable {
                     try mutation.rollback(error, db)
                 }
                 try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
-                return .discarded
+                try ConflictTable.delete(key, db)
+                return .discarded(lane: row["lane"])
             }
             switch found {
-            case .discarded:
-                break
+            case .discarded(let lane):
+                // A discarded conflict held its lane: what waited behind it goes now.
+                kick(lane)
             case .missing:
                 state.withLock { _ = $0.inFlight.remove(key) }
                 throw DepotError(.invalidRequest, detail: "no outbox entry \(id)")
@@ -357,8 +363,14 @@ public final class Outbox: Sendable {
     }
 
     /// Puts a failed entry back in its lane.
+    ///
+    /// - Throws: `.invalidRequest` if there is no such entry, or it is a
+    ///   conflict kept for the user: resolve it instead (``resolveConflict(_:keeping:)``).
     public func retry(_ id: OutboxEntry.ID) async throws(DepotError) {
-        let lane = try await queueWrite(pendingDelta: nil) { db in
+        let lane = try await queueWrite(pendingDelta: nil) { db -> String? in
+            if try String.fetchOne(db, sql: "SELECT state FROM \(OutboxTable.name) WHERE id = ?", arguments: [id.rawValue]) == OutboxEntry.State.conflict.name {
+                throw DepotError(.invalidRequest, detail: "outbox entry \(id) is a conflict: resolve it, keeping mine or theirs")
+            }
             try db.execute(sql: "UPDATE \(OutboxTable.name) SET state = 'pending' WHERE id = ?", arguments: [id.rawValue])
             return try String.fetchOne(db, sql: "SELECT lane FROM \(OutboxTable.name) WHERE id = ?", arguments: [id.rawValue])
         }

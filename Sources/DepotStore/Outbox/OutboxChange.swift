@@ -31,6 +31,13 @@ public struct OutboxChange: Sendable, Hashable, CustomStringConvertible {
         public static let requeued = Step(name: "requeued")
         /// Removed by the app (rolled back). Final.
         public static let discarded = Step(name: "discarded")
+        /// It met another writer's change: kept for the user, with both
+        /// sides (``Outbox/conflicts()``); its lane waits until it is resolved.
+        public static let conflicted = Step(name: "conflicted")
+        /// It met another writer's change: made again on the server's
+        /// version (merged automatically, or as the user resolved a kept
+        /// conflict) and sent again.
+        public static let rebased = Step(name: "rebased")
 
         /// Whether the entry is gone: committed, rolled back or discarded.
         public var isFinal: Bool { self == .committed || self == .rolledBack || self == .discarded }
@@ -46,17 +53,20 @@ public struct OutboxChange: Sendable, Hashable, CustomStringConvertible {
     public var pending: Int
     /// Mutations stopped with an error that wait for the app (retry or discard).
     public var failed: Int
+    /// Conflicts kept for the user (``Outbox/conflicts()``).
+    public var conflicts: Int
     /// Whether one is being sent now (not counting those that wait for the network).
     public var isSending: Bool
     /// Whether one waits for the network to come back.
     public var isWaitingForNetwork: Bool
 
     /// Makes a change (DepotStore's outbox does).
-    public init(entry: Int64?, step: Step?, pending: Int, failed: Int, isSending: Bool, isWaitingForNetwork: Bool = false) {
+    public init(entry: Int64?, step: Step?, pending: Int, failed: Int, conflicts: Int = 0, isSending: Bool, isWaitingForNetwork: Bool = false) {
         self.entry = entry
         self.step = step
         self.pending = pending
         self.failed = failed
+        self.conflicts = conflicts
         self.isSending = isSending
         self.isWaitingForNetwork = isWaitingForNetwork
     }
@@ -64,7 +74,8 @@ public struct OutboxChange: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         let what = entry.map { "#\($0) \(step.map(\.description) ?? "changed")" } ?? "outbox"
         let doing = isSending ? ", sending" : isWaitingForNetwork ? ", waiting for network" : ""
-        return "\(what): \(pending) pending, \(failed) failed\(doing)"
+        let kept = conflicts > 0 ? ", \(conflicts) in conflict" : ""
+        return "\(what): \(pending) pending, \(failed) failed\(kept)\(doing)"
     }
 }
 

@@ -24,6 +24,10 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
         /// Stopped: its type is not registered or its payload cannot be
         /// decoded. It blocks nothing; ``Outbox/discard(_:)`` removes it.
         public static let failed = State(name: "failed")
+        /// In conflict with the server's version, kept for the user: it holds
+        /// back its lane until ``Outbox/resolveConflict(_:keeping:)`` or
+        /// ``Outbox/resolveConflict(_:with:)`` (see ``VersionedEdit``).
+        public static let conflict = State(name: "conflict")
         public var description: String { name }
     }
 
@@ -35,7 +39,7 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
     public var lane: String
     /// The key every attempt sends as `Idempotency-Key`.
     public var idempotencyKey: String
-    /// Pending or failed.
+    /// Pending, failed, or in conflict.
     public var state: State
     /// Attempts that reached no final answer so far.
     public var attempts: Int
@@ -43,6 +47,8 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
     public var lastError: String?
     /// When it was sent (queued).
     public var createdAt: Date
+    /// The record it changes (``Mutation/record``), if it said.
+    public var record: RecordKey?
 }
 
 /// The outbox table, in the app's own store (created by ``Store`` like the sync ledger).
@@ -63,9 +69,14 @@ enum OutboxTable {
             table.column("claimedBy", .text)
             table.column("claimPID", .integer)
             table.column("claimExpires", .double)
+            table.column("recordKind", .text)
+            table.column("recordID", .text)
         }
         try addClaimColumns(db)
         try db.create(index: "\(name)_lane", on: name, columns: ["lane", "id"], ifNotExists: true)
+        try db.create(index: "\(name)_record", on: name, columns: ["recordKind", "recordID"], ifNotExists: true)
+        try RecordVersions.createTable(db)
+        try ConflictTable.create(db)
     }
 
     /// The columns of an entry's claim (see ``Outbox`` "One sender per
@@ -73,18 +84,22 @@ enum OutboxTable {
     /// expiry in seconds since 1970. All NULL: nobody sends it.
     static let claimColumns: [(name: String, type: Database.ColumnType)] = [("claimedBy", .text), ("claimPID", .integer), ("claimExpires", .double)]
 
-    /// Whether the table is in place, with the claim columns.
+    /// The columns of the record an entry changes (``Mutation/record``).
+    static let recordColumns: [(name: String, type: Database.ColumnType)] = [("recordKind", .text), ("recordID", .text)]
+
+    /// Whether the table is in place, with the claim and record columns,
+    /// next to the record versions and conflicts.
     static func isCurrent(_ db: Database) throws -> Bool {
-        guard try db.tableExists(name) else { return false }
+        guard try db.tableExists(name), try db.tableExists(RecordVersions.tableName), try db.tableExists(ConflictTable.name) else { return false }
         let columns = Set(try db.columns(in: name).map(\.name))
-        return claimColumns.allSatisfy { columns.contains($0.name) }
+        return (claimColumns + recordColumns).allSatisfy { columns.contains($0.name) }
     }
 
-    /// Adds the claim columns an older outbox table lacks; their NULLs say
-    /// that nobody is sending its entries.
+    /// Adds the claim and record columns an older outbox table lacks; their
+    /// NULLs say that nobody is sending its entries, and that they name no record.
     static func addClaimColumns(_ db: Database) throws {
         let columns = Set(try db.columns(in: name).map(\.name))
-        for column in claimColumns where !columns.contains(column.name) {
+        for column in claimColumns + recordColumns where !columns.contains(column.name) {
             try db.execute(sql: "ALTER TABLE \(name) ADD COLUMN \(column.name) \(column.type.rawValue)")
         }
     }
@@ -111,7 +126,8 @@ enum OutboxTable {
             state: OutboxEntry.State(name: row["state"]),
             attempts: row["attempts"],
             lastError: row["lastError"],
-            createdAt: row["createdAt"]
+            createdAt: row["createdAt"],
+            record: (row["recordKind"] as String?).flatMap { kind in (row["recordID"] as String?).map { RecordKey(kind, $0) } }
         )
     }
 }

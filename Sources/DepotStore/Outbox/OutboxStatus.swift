@@ -41,6 +41,9 @@ public struct OutboxSnapshot: Sendable {
     public var failed: [OutboxEntry]
     /// The latest mutations rolled back after a permanent failure, oldest first.
     public var rolledBack: [OutboxFailure]
+    /// The conflicts kept for the user, oldest first: each holds back its
+    /// lane until ``Outbox/resolveConflict(_:keeping:)`` or ``Outbox/resolveConflict(_:with:)``.
+    public var conflicts: [OutboxConflict] = []
 }
 
 /// An outbox's state on the main actor, for a status line or a badge:
@@ -67,6 +70,8 @@ public final class OutboxStatus {
     public private(set) var failed: [OutboxEntry] = []
     /// The latest mutations rolled back after a permanent failure.
     public private(set) var rolledBack: [OutboxFailure] = []
+    /// The conflicts kept for the user (``OutboxSnapshot/conflicts``).
+    public private(set) var conflicts: [OutboxConflict] = []
 
     @ObservationIgnored private var task: Task<Void, Never>?
 
@@ -113,5 +118,6 @@ public final class OutboxStatus {
         if heldLanes != snapshot.heldLanes { heldLanes = snapshot.heldLanes }
         if failed != snapshot.failed { failed = snapshot.failed }
         if rolledBack.map(\.id) != snapshot.rolledBack.map(\.id) { rolledBack = snapshot.rolledBack }
+        if conflicts != snapshot.conflicts { conflicts = snapshot.conflicts }
     }
 }
