@@ -137,15 +137,26 @@ public struct CRMFeed: ChangeFeed {
         let activities = CacheInvalidation.key(FetchActivities().cacheKey)
         switch change {
         case .contact(let contact):
+            // An older version than the cache holds (the user's own write
+            // came back first) changes nothing.
+            guard try contact.admitVersion(db) else {
+                _ = try SyncLedger.invalidate([activities], in: db)
+                return
+            }
             if var listed = try Entity.fetchOne(db, key: ["kind": contacts, "id": contact.id]) {
                 listed.name = contact.name
                 listed.email = contact.email
                 listed.company = contact.company
+                listed.phone = contact.phone
+                listed.version = contact.version
                 try listed.update(db)
                 _ = try SyncLedger.invalidate([activities], in: db)
             } else {
                 let position = try CreateContact.topOfPageOne(db)
-                try Entity(kind: .contacts, id: contact.id, name: contact.name, email: contact.email, company: contact.company, page: 1, position: position).insert(db)
+                try Entity(
+                    kind: .contacts, id: contact.id, name: contact.name, email: contact.email, company: contact.company, phone: contact.phone,
+                    version: contact.version, page: 1, position: position
+                ).insert(db)
                 try db.execute(sql: "UPDATE entityPage SET total = total + 1 WHERE kind = ?", arguments: [contacts])
                 _ = try SyncLedger.invalidate([.tag(contacts), activities], in: db)
             }
@@ -153,6 +164,7 @@ public struct CRMFeed: ChangeFeed {
             try task.upsert(db)
             _ = try SyncLedger.invalidate([activities], in: db)
         case .contactDeleted(let id):
+            try RecordVersions.forget(Entity.contactKey(id), in: db)
             if try Entity.deleteOne(db, key: ["kind": contacts, "id": id]) {
                 try db.execute(sql: "UPDATE entityPage SET total = MAX(0, total - 1) WHERE kind = ?", arguments: [contacts])
             }
@@ -210,6 +222,6 @@ extension Wire {
 extension Wire.Entity {
     /// The contact as a change carries it (its page and place are set when it is written).
     var contact: Entity {
-        Entity(kind: .contacts, id: id, name: name, email: email, company: company)
+        Entity(kind: .contacts, id: id, name: name, email: email, company: company, phone: phone, version: version)
     }
 }

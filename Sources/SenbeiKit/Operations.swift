@@ -100,17 +100,30 @@ public struct FetchList: CachingOperation {
     public func parse(_ response: NetworkResponse, context: OperationContext) async throws -> FetchedPage {
         let wire = try Wire.decode(Wire.Page<Wire.Entity>.self, from: response)
         let items = wire.items.enumerated().map { position, item in
-            Entity(kind: kind, id: item.id, name: item.name, email: item.email, company: item.company, page: page, position: position)
+            Entity(kind: kind, id: item.id, name: item.name, email: item.email, company: item.company, phone: item.phone, version: item.version, page: page, position: position)
         }
         return FetchedPage(info: PageInfo(kind: kind, page: page, perPage: wire.perPage, total: wire.total), items: items)
     }
 
     /// Replaces the page's rows (a record listed on another page before moves
-    /// here) and records the list's size.
+    /// here) and records the list's size. A record listed at an older version
+    /// than the cache holds (a lagging replica, after the user's own edit)
+    /// keeps the cached fields in its new place: versions never go back.
     /// - Returns: How many records the page holds.
     public func write(_ fetched: FetchedPage, to db: Database) throws -> Int {
+        var cached: [Int: Entity] = [:]
+        for item in fetched.items where try !item.admitVersion(db) {
+            cached[item.id] = try Entity.fetchOne(db, key: ["kind": kind.rawValue, "id": item.id])
+        }
         try db.execute(sql: "DELETE FROM entity WHERE kind = ? AND page = ?", arguments: [kind.rawValue, page])
-        for item in fetched.items { try item.upsert(db) }
+        for item in fetched.items {
+            guard var kept = cached[item.id] else {
+                try item.upsert(db)
+                continue
+            }
+            (kept.page, kept.position) = (item.page, item.position)
+            try kept.upsert(db)
+        }
         try fetched.info.upsert(db)
         return fetched.items.count
     }

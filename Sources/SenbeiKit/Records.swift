@@ -36,6 +36,13 @@ public struct Entity: Codable, Hashable, Sendable, Identifiable, FetchableRecord
     public var email: String?
     /// The company, when the server gives one.
     public var company: String?
+    /// The phone number, for contacts that have one.
+    public var phone: String?
+    /// The server's version of the record (contacts have one: 1 when made,
+    /// one more on every change), as last fetched; `nil` when it is not known.
+    /// An edit is based on it (``EditContact``), and the cache never goes
+    /// back to an older one (``DepotStore/RecordVersions``).
+    public var version: Int?
     /// The page it was last listed on, or `nil` when it was created here and not listed since.
     public var page: Int?
     /// Its place on that page, from 0; a contact created here goes before the first.
@@ -45,12 +52,17 @@ public struct Entity: Codable, Hashable, Sendable, Identifiable, FetchableRecord
     public var pending: PendingChange?
 
     /// Makes a record.
-    public init(kind: EntityKind, id: Int, name: String, email: String? = nil, company: String? = nil, page: Int? = nil, position: Int = 0, pending: PendingChange? = nil) {
+    public init(
+        kind: EntityKind, id: Int, name: String, email: String? = nil, company: String? = nil, phone: String? = nil, version: Int? = nil,
+        page: Int? = nil, position: Int = 0, pending: PendingChange? = nil
+    ) {
         self.kind = kind
         self.id = id
         self.name = name
         self.email = email
         self.company = company
+        self.phone = phone
+        self.version = version
         self.page = page
         self.position = position
         self.pending = pending

@@ -12,7 +12,7 @@ extension SenbeiApp {
     /// place, so that a launch can rebuild what an earlier one queued. Keep a
     /// type here while entries of it may be queued, even after a `.v2` replaces it.
     public static let mutationTypes: [any Mutation.Type] = [
-        CreateTask.self, MarkTaskDone.self, PostComment.self, DeleteComment.self, CreateContact.self,
+        CreateTask.self, MarkTaskDone.self, PostComment.self, DeleteComment.self, CreateContact.self, EditContact.self, DeleteContact.self,
     ]
 
 
@@ -80,6 +80,75 @@ extension SenbeiApp {
     /// once. Posts `senbeiDidDeleteComment` once the server accepted it.
     public func deleteComment(id: Int) async throws(DepotError) -> QueuedChange<Int> {
         try await queue(DeleteComment(id: id, localID: nextLocalID()))
+    }
+
+    /// Edits contact `id`: `change` turns the cached fields into the new ones.
+    /// Queued durably with the version the cache holds (sent as `If-Match`),
+    /// and shown in the cache at once, pending. Posts `senbeiDidEditContact`
+    /// once the server accepted it, merged with other writers' changes to
+    /// other fields; a field someone else changed too becomes a conflict
+    /// (``conflicts()``).
+    ///
+    /// A contact the cache does not hold, or holds without a version, is
+    /// fetched first (so that needs the network once).
+    ///
+    /// - Throws: `.invalidRequest` for a contact created here and not sent
+    ///   yet, or an edit that changes nothing.
+    public func editContact(id: Int, _ change: (ContactFields) throws(DepotError) -> ContactFields) async throws(DepotError) -> QueuedChange<Entity> {
+        let (contact, version) = try await versionedContact(id)
+        let base = ContactFields(contact)
+        let mine = try change(base)
+        guard mine != base else { throw DepotError(.invalidRequest, detail: "the edit changes nothing: contact #\(id) already has those values") }
+        return try await queue(EditContact(id: id, version: version, base: base, mine: mine, localID: nextLocalID()))
+    }
+
+    /// Deletes contact `id`: queued durably with the version the cache holds,
+    /// and marked as being deleted at once. If someone changed the contact on
+    /// the server first, the deletion is given up and the contact stays, as
+    /// they left it. Posts `senbeiDidDeleteContact` once the server agreed.
+    public func deleteContact(id: Int) async throws(DepotError) -> QueuedChange<Int> {
+        let (contact, version) = try await versionedContact(id)
+        return try await queue(DeleteContact(id: id, version: version, fields: ContactFields(contact), localID: nextLocalID()))
+    }
+
+    /// The cached contact `id` and the version it is at, fetching it first if
+    /// the cache does not know the version.
+    private func versionedContact(_ id: Int) async throws(DepotError) -> (Entity, RecordVersion) {
+        guard id > 0 else { throw DepotError(.invalidRequest, detail: "contact #\(id) is not on the server yet: wait until it is sent") }
+        let key = Entity.contactKey(id)
+        let cached = try await store.read { db in
+            (try Entity.fetchOne(db, key: ["kind": EntityKind.contacts.rawValue, "id": id]), try RecordVersions.version(of: key, in: db))
+        }
+        if let contact = cached.0, let version = cached.1 { return (contact, version) }
+        if profile == nil { _ = try await login() }
+        let fetched = try await controller.perform(FetchContact(id: id))
+        guard let version = try await store.read({ db in try RecordVersions.version(of: key, in: db) }) else {
+            throw DepotError(.decoding, operation: "FetchContact", detail: "the server gave no version for contact #\(id)")
+        }
+        return (fetched, version)
+    }
+
+    /// The edits kept for the user because someone else changed the same
+    /// fields first (or deleted the contact), oldest first.
+    public func conflicts() async throws(DepotError) -> [OutboxConflict] {
+        try await outbox.conflicts()
+    }
+
+    /// Resolves conflict `id` by keeping the user's values (sent again on the
+    /// server's version) or the server's (the edit is given up).
+    public func resolveConflict(_ id: OutboxEntry.ID, keeping side: ConflictSide) async throws(DepotError) {
+        try await outbox.resolveConflict(id, keeping: side)
+    }
+
+    /// Resolves conflict `id` with the user's values for the fields the edit
+    /// changed and the server's for the others, except `field`, which becomes
+    /// `value` (`nil` clears it); sent again on the server's version.
+    public func resolveConflict(_ id: OutboxEntry.ID, setting field: String, to value: String?) async throws(DepotError) {
+        guard let conflict = try await conflicts().first(where: { $0.id == id }) else {
+            throw DepotError(.invalidRequest, detail: "there is no conflict \(id)")
+        }
+        let mine = try conflict.keepingMine(as: ContactFields.self)
+        try await outbox.resolveConflict(id, with: try mine.setting(field, to: value))
     }
 
     /// Waits for the server's answer to `change`, signing in first if nobody is.

@@ -25,13 +25,18 @@ public struct EntityPage: Sendable, Hashable {
     public var source: Source
     /// When the page was last fetched from the server.
     public var lastSynced: Date?
+    /// For contacts, which have edits waiting in the outbox or a conflict
+    /// kept for the user (``DepotStore/RecordState``), by identifier; the
+    /// others have neither.
+    public var states: [Int: RecordState]
 
     /// Makes a page.
-    public init(info: PageInfo, items: [Entity], source: Source, lastSynced: Date?) {
+    public init(info: PageInfo, items: [Entity], source: Source, lastSynced: Date?, states: [Int: RecordState] = [:]) {
         self.info = info
         self.items = items
         self.source = source
         self.lastSynced = lastSynced
+        self.states = states
     }
 }
 
@@ -380,16 +385,32 @@ public final class SenbeiApp {
         if !fresh {
             (source, lastSynced) = try await fetch(operation, lastSynced: lastSynced)
         }
-        let (stored, items, created) = try await store.read { db in
-            (try PageInfo.fetchOne(db, key: ["kind": kind.rawValue, "page": operation.page]), try Entity.onPage(kind, operation.page).fetchAll(db),
-             try Entity.filter(Column("kind") == kind.rawValue && Column("pending") == PendingChange.create).fetchCount(db))
+        let (stored, items, created, states) = try await store.read { db in
+            let items = try Entity.onPage(kind, operation.page).fetchAll(db)
+            return (try PageInfo.fetchOne(db, key: ["kind": kind.rawValue, "page": operation.page]), items,
+                    try Entity.filter(Column("kind") == kind.rawValue && Column("pending") == PendingChange.create).fetchCount(db),
+                    try Self.states(of: items, db))
         }
         // Records created here and not yet sent are part of the list, as the server will have them.
         var info = stored ?? PageInfo(kind: kind, page: operation.page, perPage: operation.perPage, total: items.count - created)
         info.total += created
-        let result = EntityPage(info: info, items: items, source: source, lastSynced: lastSynced)
+        let result = EntityPage(info: info, items: items, source: source, lastSynced: lastSynced, states: states)
         if source == .network { post(SenbeiNotification.didRetrieve(kind), payload: result, entity: kind) }
         return result
+    }
+
+    /// The contacts among `records` that have edits waiting or a conflict, by identifier.
+    public func states(of records: [Entity]) async throws(DepotError) -> [Int: RecordState] {
+        try await store.read { db in try Self.states(of: records, db) }
+    }
+
+    nonisolated static func states(of records: [Entity], _ db: Database) throws -> [Int: RecordState] {
+        var states: [Int: RecordState] = [:]
+        for record in records where record.kind == .contacts {
+            let state = try RecordState.of(Entity.contactKey(record.id), in: db)
+            if state.hasPendingWrites || state.hasConflict { states[record.id] = state }
+        }
+        return states
     }
 
     /// Failures that mean "no server to ask right now", as opposed to a server's answer.

@@ -20,6 +20,8 @@ import Foundation
 // | `senbeiDidCreateContact`               | `Entity`                         | the contact's id (`Int`) |            |
 // | `senbeiDidPostComment`                 | `CRMComment`                     | `Commentable`          |              |
 // | `senbeiDidDeleteComment`               | the comment's id (`Int`)         | the comment's id (`Int`) |            |
+// | `senbeiDidEditContact`                 | `Entity` (as the server has it)  | the contact's id (`Int`) |            |
+// | `senbeiDidDeleteContact`               | the contact's id (`Int`)         | the contact's id (`Int`) |            |
 // | `senbeiDidLogin`                       | `Profile`                        |                        |              |
 // | `senbeiDidFailLogin`                   |                                  |                        | `DepotError` (`.unauthorized`) |
 // | `senbeiDidFailWithError`               |                                  |                        | `DepotError`; `operation` holds the operation's name |
@@ -27,7 +29,7 @@ import Foundation
 // Lists are announced when they come from the server, not when a fresh cache
 // answers. Cancellations are not failures: nothing is posted for them.
 //
-// Changes (the five `senbeiDid…` for tasks, contacts and comments) are
+// Changes (the seven `senbeiDid…` for tasks, contacts and comments) are
 // announced when the server accepted them, which may be long after the call
 // that queued them returned (``SenbeiApp/createTask(name:due:)`` returns once
 // the change is stored). A change the server refused posts
@@ -65,6 +67,10 @@ extension Notification.Name {
     public static let senbeiDidPostComment = Notification.Name("SenbeiDidPostComment")
     /// A comment was deleted.
     public static let senbeiDidDeleteComment = Notification.Name("SenbeiDidDeleteComment")
+    /// A contact was edited (merged with another writer's change, if any).
+    public static let senbeiDidEditContact = Notification.Name("SenbeiDidEditContact")
+    /// A contact was deleted.
+    public static let senbeiDidDeleteContact = Notification.Name("SenbeiDidDeleteContact")
     /// The sign-in succeeded.
     public static let senbeiDidLogin = Notification.Name("SenbeiDidLogin")
     /// The server refused the user name or password, or ended the session (it
@@ -106,7 +112,7 @@ public enum SenbeiNotification {
         .senbeiDidRetrieveOpportunities, .senbeiDidRetrieveCampaigns, .senbeiDidRetrieveComments,
         .senbeiDidRetrieveTasks, .senbeiDidRetrieveActivities, .senbeiDidFindContacts,
         .senbeiDidMarkTaskAsDone, .senbeiDidCreateTask, .senbeiDidCreateContact,
-        .senbeiDidPostComment, .senbeiDidDeleteComment, .senbeiDidLogin, .senbeiDidFailLogin,
+        .senbeiDidPostComment, .senbeiDidDeleteComment, .senbeiDidEditContact, .senbeiDidDeleteContact, .senbeiDidLogin, .senbeiDidFailLogin,
         .senbeiDidFailWithError,
     ]
 }

@@ -21,14 +21,14 @@ public enum SenbeiPresentation {
         case .offline: heading += " · " + offlineNote(lastSynced: page.lastSynced, now: now)
         }
         var lines = [heading]
-        lines += page.items.map { "  " + entityLine($0) }
+        lines += page.items.map { "  " + entityLine($0, state: page.states[$0.id]) }
         if page.items.isEmpty { lines.append("  (nothing on this page)") }
         return lines
     }
 
     /// A list loaded page by page (`senbei contacts --more`): a heading with
     /// how far it got and what comes next, then every row.
-    public static func scrollLines(_ kind: EntityKind, rows: [Entity], pageCount: Int, hasMore: Bool, error: DepotError?) -> [String] {
+    public static func scrollLines(_ kind: EntityKind, rows: [Entity], pageCount: Int, hasMore: Bool, error: DepotError?, states: [Int: RecordState] = [:]) -> [String] {
         var heading = "\(kind.rawValue.capitalized) · \(rows.count) shown, \(pageCount) \(pageCount == 1 ? "page" : "pages") loaded"
         if let error, [.offline, .connectionLost, .timedOut].contains(error.code) {
             heading += hasMore ? " · offline — more on the server, not loaded" : " · offline — that is all"
@@ -38,7 +38,7 @@ public enum SenbeiPresentation {
             heading += hasMore ? " · more on the server: senbei \(kind.rawValue) --more" : " · that is all"
         }
         var lines = [heading]
-        lines += rows.map { "  " + entityLine($0) }
+        lines += rows.map { "  " + entityLine($0, state: states[$0.id]) }
         if rows.isEmpty { lines.append("  (nothing loaded yet)") }
         return lines
     }
@@ -56,13 +56,37 @@ public enum SenbeiPresentation {
 
     /// One record: its identifier, name, e-mail and company in columns. A
     /// record created here and not yet sent says so instead of an identifier
-    /// and a company: `new    Zoe Quinn … ◌ sending…`.
-    public static func entityLine(_ entity: Entity) -> String {
+    /// and a company: `new    Zoe Quinn … ◌ sending…`. A contact with an edit
+    /// waiting (`state`) is marked `◌ saving…`, one in conflict `⚠ conflict`.
+    public static func entityLine(_ entity: Entity, state: RecordState? = nil) -> String {
         let id = pad(identifier(entity.id, entity.pending), 7)
         let name = pad(entity.name, 32)
         let email = pad(entity.email ?? "", 30)
-        return (id + name + email + (entity.pending.map(mark) ?? entity.company ?? "")).trimmingTrailingSpaces
+        let mark: String? = entity.pending.map(mark) ?? (state?.hasConflict == true ? "⚠ conflict" : state?.hasPendingWrites == true ? "◌ saving…" : nil)
+        return (id + name + email + (mark ?? entity.company ?? "")).trimmingTrailingSpaces
     }
+
+    /// The conflicts kept for the user, one line per field:
+    /// `#4 contact #7 email: ann@a.io → ann@b.io | ann@c.io`, or for a
+    /// contact deleted on the server, `#4 contact #7 was deleted on the server (your edit: name: Ann → Anna)`.
+    public static func conflictLines(_ conflicts: [OutboxConflict]) -> [String] {
+        guard !conflicts.isEmpty else { return ["No conflicts: every edit reached the server or waits to be sent."] }
+        let heading = conflicts.count == 1 ? "1 edit in conflict" : "\(conflicts.count) edits in conflict"
+        var lines = [heading + " (resolve each with --keep-mine ID, --keep-theirs ID or --set ID FIELD VALUE):"]
+        for conflict in conflicts {
+            let what = "\(conflict.id) " + (conflict.record.map { "\($0.kind) #\($0.id)" } ?? conflict.typeName)
+            if conflict.isDeletedOnServer {
+                let edits = conflict.fields.map { "\($0.field): \(value($0.base)) → \(value($0.mine))" }.joined(separator: ", ")
+                lines.append("  \(what) was deleted on the server" + (edits.isEmpty ? "" : " (your edit: \(edits))"))
+            } else {
+                lines += conflict.fields.map { "  \(what) \($0.field): \(value($0.base)) → \(value($0.mine)) | \(value($0.theirs))" }
+            }
+        }
+        return lines
+    }
+
+    /// A field's value in a conflict line: the text, or `(none)`.
+    private static func value(_ text: String?) -> String { text ?? "(none)" }
 
     /// How a pending change is marked in the lists: `◌ sending…`,
     /// `◌ marking done…`, `◌ deleting…`.

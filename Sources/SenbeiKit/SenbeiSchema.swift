@@ -71,6 +71,14 @@ public enum SenbeiSchema {
                 t.column("reason", .text).notNull()
             }
         }
+        // Contacts are edited here from the version the cache holds: the
+        // version and the phone (a field an edit can set) are kept with the row.
+        migrator.registerMigration("senbei-v3-versions") { db in
+            try db.alter(table: Entity.databaseTableName) { t in
+                t.add(column: "phone", .text)
+                t.add(column: "version", .integer)
+            }
+        }
         return migrator
     }
 }

@@ -16,6 +16,8 @@ enum Wire {
         var name: String
         var email: String?
         var company: String?
+        var phone: String?
+        var version: Int?
     }
 
     struct Comment: Decodable, Sendable {

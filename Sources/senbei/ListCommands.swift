@@ -47,7 +47,9 @@ extension ScrollingListSubcommand {
             }
             try list.results.performFetch()
             if let error = list.pageError, error.code == .unauthorized { throw error }
-            session.print(SenbeiPresentation.scrollLines(Self.kind, rows: list.fetchedObjects, pageCount: list.pageCount, hasMore: list.hasMore, error: unreachable ?? list.pageError))
+            let states = try await session.app.states(of: list.fetchedObjects)
+            session.print(SenbeiPresentation.scrollLines(
+                Self.kind, rows: list.fetchedObjects, pageCount: list.pageCount, hasMore: list.hasMore, error: unreachable ?? list.pageError, states: states))
         }
     }
 }

@@ -23,9 +23,10 @@ struct SenbeiCommand: AsyncParsableCommand {
             with the user name and password, and sends the bearer token it gets (kept in memory only, \
             renewed before it expires). Lists come from the cache while it is \
             younger than five minutes; senbei contacts --more (and leads --more) shows one growing list instead, \
-            a page more each run, from where the last run stopped. Changes (new-task, done, comment, uncomment, new-contact) are stored \
-            in the cache's outbox first: offline they show in the lists, marked, and go out on a later run \
-            (senbei outbox lists them). senbei watch prints others' contact and task changes as they happen \
+            a page more each run, from where the last run stopped. Changes (new-task, done, comment, uncomment, new-contact, \
+            edit-contact, delete-contact) are stored in the cache's outbox first: offline they show in the lists, marked ◌, \
+            and go out on a later run (senbei outbox lists them). An edit carries the contact's version: another user's change \
+            to other fields is merged, one to the same field is kept as a conflict (marked ⚠; senbei conflicts lists and resolves them). senbei watch prints others' contact and task changes as they happen \
             (--json: one object per line); the interactive search shows them at once. With no subcommand, it opens the \
             interactive contact search.
             """,
@@ -33,7 +34,8 @@ struct SenbeiCommand: AsyncParsableCommand {
             SearchCommand.self, LoginCommand.self,
             AccountsCommand.self, ContactsCommand.self, LeadsCommand.self, OpportunitiesCommand.self, CampaignsCommand.self,
             CommentsCommand.self, CommentCommand.self, UncommentCommand.self,
-            TasksCommand.self, DoneCommand.self, NewTaskCommand.self, NewContactCommand.self, ActivitiesCommand.self,
+            TasksCommand.self, DoneCommand.self, NewTaskCommand.self, NewContactCommand.self, EditContactCommand.self, DeleteContactCommand.self,
+            ConflictsCommand.self, ActivitiesCommand.self,
             OutboxCommand.self, WatchCommand.self,
         ],
         defaultSubcommand: SearchCommand.self)
@@ -200,7 +202,14 @@ struct Session {
         case .sent(let record):
             print([sent(record)])
         case .queued(let entry):
-            print([SenbeiPresentation.queuedLine(what, entry: entry)])
+            // An edit that met another user's change waits for the user, not the network.
+            if let conflict = try await app.conflicts().first(where: { $0.id == entry }) {
+                let whose = conflict.record.map { "\($0.kind) #\($0.id)" } ?? "the record"
+                let happened = conflict.isDeletedOnServer ? "\(whose) was deleted on the server" : "someone else changed \(whose) first"
+                print(["\(what) was not sent: \(happened), so it is kept as a conflict."] + SenbeiPresentation.conflictLines([conflict]))
+            } else {
+                print([SenbeiPresentation.queuedLine(what, entry: entry)])
+            }
         }
     }
 

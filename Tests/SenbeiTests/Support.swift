@@ -115,17 +115,25 @@ struct Fixture {
     /// reached (connection refused, at once), as a later launch without a
     /// network would be; shuts it down afterwards.
     func withOfflineApp(_ body: @MainActor (SenbeiApp) async throws -> Void) async throws {
-        let credentials = SenbeiCredentials(username: "admin", password: "secret")
-        var configuration = SenbeiApp.configuration(server: URL(string: "http://127.0.0.1:9")!, transport: AsyncHTTPClientTransport(), store: store, notificationCenter: nil)
-        configuration.environment.date = date.provider
-        let app = try SenbeiApp(controller: NetworkController(configuration: configuration), credentials: credentials, notificationCenter: NotificationCenter())
-        do {
-            try await body(app)
-        } catch {
-            _ = await app.shutdown(grace: .zero)
-            throw error
-        }
+        try await withApp(store: store, server: URL(string: "http://127.0.0.1:9")!, date: date, body)
+    }
+}
+
+/// Runs `body` with an app on `store` that talks to `server` (signed out),
+/// and shuts it down afterwards, whatever happens.
+@MainActor
+func withApp<T>(store: Store, server: URL, date: ManualDate, _ body: @MainActor (SenbeiApp) async throws -> T) async throws -> T {
+    let credentials = SenbeiCredentials(username: "admin", password: "secret")
+    var configuration = SenbeiApp.configuration(server: server, transport: AsyncHTTPClientTransport(), store: store, notificationCenter: nil)
+    configuration.environment.date = date.provider
+    let app = try SenbeiApp(controller: NetworkController(configuration: configuration), credentials: credentials, notificationCenter: NotificationCenter())
+    do {
+        let value = try await body(app)
         _ = await app.shutdown(grace: .zero)
+        return value
+    } catch {
+        _ = await app.shutdown(grace: .zero)
+        throw error
     }
 }
 
