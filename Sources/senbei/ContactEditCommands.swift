@@ -54,7 +54,14 @@ struct DeleteContactCommand: AsyncParsableCommand {
     @MainActor func run() async throws {
         try await Session.run(options) { session in
             let change = try await session.store("the deletion of contact #\(id)") { () async throws(DepotError) in try await session.app.deleteContact(id: id) }
-            try await session.finish(change, queued: "Deleting contact #\(id)") { _ in "Deleted contact #\(id)." }
+            do {
+                try await session.finish(change, queued: "Deleting contact #\(id)") { _ in "Deleted contact #\(id)." }
+            } catch let error as DepotError where error.code == .notFound {
+                // What the user wanted: the contact is gone (and gone from the cache too).
+                session.print(["Contact #\(id) was already deleted on the server."])
+            } catch let error as DepotError where error.code == .conflict {
+                throw Failure("Not deleted: someone changed contact #\(id) since this cache read it, so it was kept as they left it. Look at it, and delete it again if you still mean to.")
+            }
         }
     }
 }

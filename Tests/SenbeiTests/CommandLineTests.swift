@@ -184,3 +184,56 @@ func terminalControls(in text: String) -> [String] {
             || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
     }.map { String($0.value, radix: 16) }
 }
+
+/// Two users' caches, one server: an edit made offline meets another user's
+/// edit of the same field, and the CLI lists the conflict and resolves it.
+@Suite(.timeLimit(.minutes(2)))
+struct ConflictCommandLineTests {
+    static func senbei(_ arguments: [String], server: String, folder: URL) async throws -> ChildResult {
+        try await Executables.run("senbei", arguments + ["--server", server, "--cache", folder.appending(path: "cache.sqlite").path], environment: ["TZ": "UTC"])
+    }
+
+    @Test func anOfflineEditThatMeetsAnotherUsersIsListedMarkedAndResolved() async throws {
+        let (mine, theirs) = (try Executables.temporaryFolder("senbei-mine"), try Executables.temporaryFolder("senbei-theirs"))
+        defer { for folder in [mine, theirs] { try? FileManager.default.removeItem(at: folder) } }
+        try await DemoServer.withRunning(.init(port: 0, seed: 7)) { server in
+            let url = server.baseURL.absoluteString
+            for folder in [mine, theirs] { _ = try await Self.senbei(["contacts"], server: url, folder: folder) }
+
+            // Offline: stored with the version the cache holds.
+            let offline = try await Self.senbei(["edit-contact", "1", "--email", "mine@a.example", "--phone", "555-0101"], server: "http://127.0.0.1:9", folder: mine)
+            #expect(offline.status == 0, "\(offline.error)")
+            #expect(offline.output == "The edit of contact #1 queued: will be sent when online (outbox entry #1).\n")
+            // Another user changes the same field (with an escape sequence in it).
+            let other = try await Self.senbei(["edit-contact", "1", "--email", "the\u{1B}[31mirs@b.example"], server: url, folder: theirs)
+            #expect(other.status == 0 && other.output.hasPrefix("Saved contact #1"), "\(other.output)\(other.error)")
+
+            // Back online: sent, refused (412), kept as a conflict.
+            let back = try await Self.senbei(["contacts", "--refresh"], server: url, folder: mine)
+            #expect(back.status == 0, "\(back.error)")
+            let row = try #require(back.output.split(separator: "\n").first { $0.contains("#1 ") })
+            #expect(row.hasSuffix("⚠ conflict"), "\(back.output)")
+            let listed = try await Self.senbei(["conflicts"], server: url, folder: mine)
+            let lines = listed.output.split(separator: "\n").map(String.init)
+            #expect(lines.first == "1 edit in conflict (resolve each with --keep-mine ID, --keep-theirs ID or --set ID FIELD VALUE):")
+            #expect(lines.dropFirst().first == "  #1 contact #1 email: ines.haddad@example.com → mine@a.example | the␛[31mirs@b.example", "\(listed.output)")
+            #expect(!listed.output.contains("\u{1B}"), "an escape reached the terminal")
+
+            // Wrong arguments: one sentence each.
+            let unknownField = try await Self.senbei(["conflicts", "--set", "1", "nickname", "x"], server: url, folder: mine)
+            #expect(unknownField.status != 0 && unknownField.error.contains("nickname is not a contact field"), "\(unknownField.error)")
+            let noConflict = try await Self.senbei(["conflicts", "--keep-mine", "7"], server: url, folder: mine)
+            #expect(noConflict.status == 1 && noConflict.error == "senbei: Cannot resolve: outbox entry #7 has no conflict to resolve.\n", "\(noConflict.error)")
+
+            // Resolved with a value of the user's choosing: the other field (the phone) is still theirs to merge.
+            let set = try await Self.senbei(["conflicts", "--set", "1", "email", "both@ab.example"], server: url, folder: mine)
+            #expect(set.status == 0, "\(set.error)")
+            #expect(set.output == "Conflict #1: your values, with email set, go to the server again, on its version.\n", "\(set.output)")
+            let after = try await Self.senbei(["conflicts"], server: url, folder: mine)
+            #expect(after.output == "No conflicts: every edit reached the server or waits to be sent.\n")
+            let final = try await Self.senbei(["contacts", "--refresh"], server: url, folder: theirs)
+            let contact = try #require(final.output.split(separator: "\n").first { $0.contains("#1 ") })
+            #expect(contact.contains("both@ab.example"), "\(final.output)")
+        }
+    }
+}

@@ -38,6 +38,8 @@ extension OutboxBench {
             ("raw replay: GRDB + AsyncHTTPClient, 8 lanes", { round, n in try await rawReplay(folder: folder, base: base, server: server, round: round, count: n, lanes: 8) }),
             ("diagnostic: raw replay + 2 Outbox.snapshot() per mutation, 1 lane", { round, n in try await rawReplay(folder: folder, base: base, server: server, round: round, count: n, lanes: 1, snapshots: true) }),
             ("diagnostic: raw replay + 2 Outbox.snapshot() per mutation, 8 lanes", { round, n in try await rawReplay(folder: folder, base: base, server: server, round: round, count: n, lanes: 8, snapshots: true) }),
+            ("diagnostic: raw replay, each entry claimed in a write transaction, 1 lane", { round, n in try await rawReplay(folder: folder, base: base, server: server, round: round, count: n, lanes: 1, claims: true) }),
+            ("diagnostic: raw replay, each entry claimed in a write transaction, 8 lanes", { round, n in try await rawReplay(folder: folder, base: base, server: server, round: round, count: n, lanes: 8, claims: true) }),
             ("raw AsyncHTTPClient POSTs, 1 at a time (no store)", { round, n in try await rawPosts(base: base, server: server, round: round, count: n, concurrency: 1) }),
             ("raw AsyncHTTPClient POSTs, 8 at a time (no store)", { round, n in try await rawPosts(base: base, server: server, round: round, count: n, concurrency: 8) }),
         ]
@@ -114,7 +116,10 @@ extension OutboxBench {
     ///
     /// `snapshots` adds the outbox's two `Outbox.snapshot()` reads per
     /// mutation (before the POST and after the commit): a diagnostic.
-    static func rawReplay(folder: URL, base: URL, server: ServerProcess, round: Int, count: Int, lanes: Int, snapshots: Bool = false) async throws -> ReplayRun {
+    /// - Parameter claims: Pick each entry as the outbox does, in a write
+    ///   transaction that claims it (the cost of one sender per entry),
+    ///   instead of a read.
+    static func rawReplay(folder: URL, base: URL, server: ServerProcess, round: Int, count: Int, lanes: Int, snapshots: Bool = false, claims: Bool = false) async throws -> ReplayRun {
         let path = try await queueOffline(folder: folder, round: round, count: count, lanes: lanes)
         let store = try Store(path: path, migrator: migrator)
         try await check(store, pending: count)
@@ -131,10 +136,21 @@ extension OutboxBench {
                 group.addTask {
                     let laneName = "posts-\(lane)"
                     while true {
-                        let next = try await store.read { db -> (id: Int64, payload: Data, key: String)? in
+                        let pick = { @Sendable (db: Database) throws -> (id: Int64, payload: Data, key: String)? in
                             try Row.fetchOne(db, sql: "SELECT id, payload, idempotencyKey FROM depotOutbox WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT 1", arguments: [laneName])
                                 .map { ($0["id"], $0["payload"], $0["idempotencyKey"]) }
                         }
+                        let next = claims
+                            ? try await store.writer.write { db in
+                                let next = try pick(db)
+                                if let next {
+                                    try db.execute(
+                                        sql: "UPDATE depotOutbox SET claimedBy = ?, claimPID = ?, claimExpires = ? WHERE id = ?",
+                                        arguments: ["bench", 1, Date().timeIntervalSince1970 + 60, next.id])
+                                }
+                                return next
+                            }
+                            : try await store.read(pick)
                         guard let next else { return }
                         let payload = try JSONDecoder().decode(SendPost.Payload.self, from: next.payload)
                         if let outbox { _ = try await outbox.snapshot() }
