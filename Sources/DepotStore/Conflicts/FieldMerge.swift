@@ -90,17 +90,16 @@ public enum FieldMerge {
         return try record(Record.self, from: merged)
     }
 
-    /// The fields in which `mine` and `theirs` differ from each other and
-    /// `mine` differs from `base`: what a conflict kept for the user lists.
-    /// With no `theirs` (deleted on the server), every field `mine` changed.
-    public static func differences<Record: Codable & Sendable>(base: Record, mine: Record, theirs: Record?) throws(DepotError) -> [FieldConflict] {
+    /// Every field `mine` changed from `base`, with the value `theirs` has
+    /// (`nil` for a record deleted on the server): what a conflict kept for
+    /// a reason other than a field both sides changed lists (a deleted
+    /// record, an edit that decided to keep it, or one rebased too often).
+    public static func changes<Record: Codable & Sendable>(base: Record, mine: Record, theirs: Record?) throws(DepotError) -> [FieldConflict] {
         let (b, m) = (try fields(of: base), try fields(of: mine))
         let t = try theirs.map { record throws(DepotError) in try fields(of: record) }
-        return Set(b.keys).union(m.keys).union(t.map { Array($0.keys) } ?? []).sorted().compactMap { key in
-            let (old, ours) = (b[key], m[key])
-            guard ours != old else { return nil }
-            if let t, t[key] == ours || t[key] == old { return nil }
-            return FieldConflict(field: key, base: old?.text, mine: ours?.text, theirs: t?[key]?.text)
+        return Set(b.keys).union(m.keys).sorted().compactMap { key in
+            guard m[key] != b[key] else { return nil }
+            return FieldConflict(field: key, base: b[key]?.text, mine: m[key]?.text, theirs: t?[key]?.text)
         }
     }
 

@@ -140,7 +140,7 @@ extension Outbox {
         if let theirs, case .conflicting(let conflicting)? = try? FieldMerge.merge(base: edit.base, mine: edit.mine, theirs: theirs.fields) {
             fields = conflicting
         } else {
-            fields = (try? FieldMerge.differences(base: edit.base, mine: edit.mine, theirs: theirs?.fields)) ?? []
+            fields = (try? FieldMerge.changes(base: edit.base, mine: edit.mine, theirs: theirs?.fields)) ?? []
         }
         do {
             let encoder = JSONEncoder()

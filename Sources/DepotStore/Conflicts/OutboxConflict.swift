@@ -13,8 +13,10 @@ public struct OutboxConflict: Sendable, Hashable, Identifiable, CustomStringConv
     public var typeName: String
     /// The record edited.
     public var record: RecordKey?
-    /// The fields changed on both sides to different values; for a record
-    /// deleted on the server, every field the edit changed.
+    /// The fields changed on both sides to different values; when the
+    /// conflict was kept for another reason (a record deleted on the server,
+    /// an edit whose ``VersionedEdit/resolve(_:)`` keeps it, too many
+    /// rebases), every field the edit changed (``FieldMerge/changes(base:mine:theirs:)``).
     public var fields: [FieldConflict]
     /// The server's version when the conflict was found; `nil` if the record
     /// was deleted there.

@@ -25,7 +25,9 @@ public typealias OutboxChanges = DepotStream<OutboxChange>
 
 /// What an outbox holds now.
 public struct OutboxSnapshot: Sendable {
-    /// Mutations queued and not yet decided.
+    /// Mutations queued and not yet decided, not counting the ``conflicts``
+    /// that wait for the user (``RecordState/hasPendingWrites`` counts every
+    /// entry of a record: queued, failed or in conflict).
     public var pendingCount: Int
     /// Whether one is being sent now. An entry whose attempt waits for the
     /// network does not count: see ``isWaitingForNetwork``.

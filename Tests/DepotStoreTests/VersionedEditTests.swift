@@ -1,0 +1,180 @@
+import DemoServer
+import Depot
+import DepotAsyncHTTPClient
+import DepotStore
+import DepotTesting
+import Foundation
+import GRDB
+import Synchronization
+import Testing
+
+/// A `VersionedEdit` of the library's own, with opaque entity tags, against
+/// depot-server's contacts: the paths an app's server may take that Senbei's
+/// does not (a `412` without the record, a record that keeps changing).
+@Suite(.timeLimit(.minutes(2)))
+struct VersionedEditTests {
+    struct Contact: Codable, Sendable, FetchableRecord, PersistableRecord {
+        static let databaseTableName = "vcontact"
+        var id: Int
+        var name: String
+        var email: String?
+    }
+
+    struct Wire: Decodable, Sendable {
+        var id: Int
+        var name: String
+        var email: String?
+    }
+
+    /// Renames a contact from the entity tag it read.
+    struct Rename: VersionedEdit {
+        struct Fields: Codable, Sendable, Equatable, Hashable {
+            var name: String
+            var email: String?
+        }
+        struct Payload: Codable, Sendable {
+            var id: Int
+            var tag: String
+            var base: Fields
+            var mine: Fields
+            /// `stale=bare`: the server's 412 says nothing of the record.
+            var query: [String: String]
+            /// Rebases keep the first tag: the server refuses every attempt.
+            var stuck: Bool
+        }
+        static let typeName = "test.rename.v1"
+        var payload: Payload
+        init(payload: Payload) { self.payload = payload }
+
+        var lane: String { "contact \(payload.id)" }
+        var record: RecordKey? { RecordKey("contact", payload.id) }
+        var baseVersion: RecordVersion? { RecordVersion(entityTag: payload.tag) }
+        var base: Fields { payload.base }
+        var mine: Fields { payload.mine }
+        var request: NetworkRequest {
+            var request = NetworkRequest.patch("contacts/\(payload.id)", json: ["name": payload.mine.name])
+            request.query = payload.query.map { URLQueryItem(name: $0.key, value: $0.value) }
+            return request
+        }
+        var currentRequest: NetworkRequest { .get("contacts/\(payload.id)") }
+
+        func rebased(onto version: RecordVersion, base: Fields, mine: Fields) -> Rename {
+            var payload = payload
+            if !payload.stuck { payload.tag = version.entityTag }
+            (payload.base, payload.mine) = (base, mine)
+            return Rename(payload: payload)
+        }
+        func serverRecord(from response: NetworkResponse) throws -> ServerRecord<Fields> {
+            let wire = try response.decode(Wire.self)
+            let version = try #require(RecordVersion(etagOf: response))
+            return ServerRecord(version: version, fields: Fields(name: wire.name, email: wire.email))
+        }
+        func applyOptimistically(_ db: Database) throws {
+            try db.execute(sql: "UPDATE vcontact SET name = ? WHERE id = ?", arguments: [payload.mine.name, payload.id])
+        }
+        func commit(_ response: NetworkResponse, _ db: Database) throws { try write(serverRecord(from: response), db) }
+        func rollback(_ error: DepotError, _ db: Database) throws {
+            try db.execute(sql: "UPDATE vcontact SET name = ? WHERE id = ?", arguments: [payload.base.name, payload.id])
+        }
+        func write(_ theirs: ServerRecord<Fields>?, _ db: Database) throws {
+            guard let theirs else { return }
+            try Contact(id: payload.id, name: theirs.fields.name, email: theirs.fields.email).upsert(db)
+        }
+    }
+
+    /// Sends a request as another client would, with the server's credentials.
+    struct Raw: NetworkOperation {
+        var request: NetworkRequest
+        func validate(_ response: NetworkResponse) throws {}
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("vcontact") { db in
+            try db.create(table: "vcontact") { t in
+                t.primaryKey("id", .integer)
+                t.column("name", .text).notNull()
+                t.column("email", .text)
+            }
+        }
+        return migrator
+    }
+
+    /// Runs `body` with an outbox on a fresh store, contact 1 cached with its tag.
+    func withOutbox(_ body: (DemoServer, NetworkController, Outbox, _ tag: String, _ contact: Rename.Fields, NotificationCenter) async throws -> Void) async throws {
+        try await DemoServer.withRunning(.init(seed: 7)) { server in
+            try await StoreFixtures.withStore(migrator: Self.migrator) { store in
+                let center = NotificationCenter()
+                var configuration = NetworkController.Configuration(
+                    baseURL: server.baseURL, transport: AsyncHTTPClientTransport(),
+                    adapters: [Credentials.basic(username: "admin", password: "secret", for: server.baseURL)],
+                    observability: .init(notificationCenter: center))
+                configuration.store = store
+                let controller = NetworkController(configuration: configuration)
+                let outbox = Outbox(store: store, controller: controller, types: [Rename.self])
+                let read = try await controller.perform(Raw(request: .get("contacts/1")))
+                let wire = try read.decode(Wire.self)
+                let tag = try #require(RecordVersion(etagOf: read)).entityTag
+                try await store.write { db in try Contact(id: 1, name: wire.name, email: wire.email).insert(db) }
+                try await body(server, controller, outbox, tag, Rename.Fields(name: wire.name, email: wire.email), center)
+                _ = await controller.shutdown(grace: .zero)
+            }
+        }
+    }
+
+    /// Another client changes contact 1's e-mail.
+    func changeEmailElsewhere(_ controller: NetworkController, to email: String) async throws {
+        let read = try await controller.perform(Raw(request: .get("contacts/1")))
+        let tag = try #require(read.headers["ETag"])
+        let written = try await controller.perform(Raw(request: .patch("contacts/1", json: ["email": email], headers: ["If-Match": tag])))
+        #expect(written.status == 200)
+    }
+
+    @Test func a412WithoutTheRecordIsAnsweredByFetchingIt() async throws {
+        try await withOutbox { server, controller, outbox, tag, contact, _ in
+            try await changeEmailElsewhere(controller, to: "elsewhere@b.example")
+            let gets = server.currentStats.requests["GET /contacts/{id}"] ?? server.currentStats.requests.filter { $0.key.hasPrefix("GET /contacts/") }.values.reduce(0, +)
+            var mine = contact
+            mine.name = "Renamed"
+            let ticket = try await outbox.send(Rename(payload: .init(id: 1, tag: tag, base: contact, mine: mine, query: ["stale": "bare"], stuck: false)))
+            let answer = try await ticket.outcome().get()
+            #expect(answer.status == 200)
+            // The bare 412, one GET for the record, then the rebased PATCH.
+            #expect(server.currentStats.requests.filter { $0.key.hasPrefix("PATCH /contacts/") }.values.reduce(0, +) == 3)
+            #expect(server.currentStats.requests.filter { $0.key.hasPrefix("GET /contacts/") }.values.reduce(0, +) == gets + 1)
+            let cached = try await outbox.store.read { db in try Contact.fetchOne(db, key: 1) }
+            #expect(cached?.name == "Renamed" && cached?.email == "elsewhere@b.example")
+        }
+    }
+
+    @Test func aRecordThatKeepsRefusingIsKeptForTheUserAfterTheRebaseLimit() async throws {
+        try await withOutbox { server, _, outbox, tag, contact, center in
+            let conflicted = Mutex(0)
+            let observer = center.addObserver(forName: .depotOutboxChanged, object: nil, queue: nil) { note in
+                if (note.userInfo?[OutboxChange.UserInfoKey.change] as? OutboxChange)?.step == .conflicted { conflicted.withLock { $0 += 1 } }
+            }
+            defer { center.removeObserver(observer) }
+            let changes = outbox.changes()
+            var mine = contact
+            mine.name = "Renamed"
+            // A tag the server never had, kept by every rebase.
+            _ = tag
+            let entry = try await outbox.send(Rename(payload: .init(id: 1, tag: "\"0\"", base: contact, mine: mine, query: [:], stuck: true))).id
+            var steps: [OutboxChange.Step] = []
+            for await change in changes where change.entry == entry.rawValue {
+                if let step = change.step { steps.append(step) }
+                if change.step == .conflicted { break }
+            }
+            #expect(steps.filter { $0 == .rebased }.count == Outbox.rebaseLimit)
+            #expect(server.currentStats.requests.filter { $0.key.hasPrefix("PATCH /contacts/") }.values.reduce(0, +) == Outbox.rebaseLimit + 1)
+            let conflict = try #require(try await outbox.conflicts().first)
+            #expect(conflict.id == entry)
+            #expect(conflict.fields == [FieldConflict(field: "name", base: contact.name, mine: "Renamed", theirs: contact.name)])
+            #expect(conflicted.withLock { $0 } == 1, "one notification says so")
+            // Resolved with the server's: the cached name is the server's again.
+            try await outbox.resolveConflict(entry, keeping: .theirs)
+            #expect(try await outbox.store.read { db in try Contact.fetchOne(db, key: 1) }?.name == contact.name)
+            #expect(try await outbox.entries().isEmpty)
+        }
+    }
+}
