@@ -23,7 +23,9 @@ extension SenbeiRoutes {
     /// `?idempotency=ignored`: a server that does not, for tests that prove a
     /// client sends nothing twice. With `?stale=bare`, a `412` has no body (a
     /// server that does not say what the contact is now, so the client must
-    /// ask). Every change is in the CRM's change feed.
+    /// ask); with `?stale=409`, a stale version is a `409 Conflict` with the
+    /// contact (a server that signals conflicts its own way). Every change is
+    /// in the CRM's change feed.
     static func addContacts(to crm: RouterGroup<DemoRequestContext>, keys: IdempotencyKeys, store: ChangeFeed<Store, Change>) {
         crm.post("/contacts") { request, _ in
             try await keys.respond(to: request) { data in
@@ -52,14 +54,14 @@ extension SenbeiRoutes {
                 let write = ContactWrite.edit(json: data)
                 return try answer(store.write { store, log in
                     store.writeContact(id: context.parameters.get("id", as: Int.self), ifMatch: request.headers[values: .ifMatch], write, log: &log)
-                }, context, bareStale: request.uri.queryParameters.get("stale") == "bare")
+                }, context, stale: request.uri.queryParameters.get("stale").map { String($0) })
             }
         }
         crm.delete("/contacts/:id") { request, context in
             try await keys.respond(to: request, deduplicating: deduplicates(request)) { _ in
                 try answer(store.write { store, log in
                     store.writeContact(id: context.parameters.get("id", as: Int.self), ifMatch: request.headers[values: .ifMatch], .delete, log: &log)
-                }, context, bareStale: request.uri.queryParameters.get("stale") == "bare")
+                }, context, stale: request.uri.queryParameters.get("stale").map { String($0) })
             }
         }
     }
@@ -85,14 +87,18 @@ extension SenbeiRoutes {
         return try invalidStatus(.notFound, ["base": ["there is no contact \(id)"]])
     }
 
-    private static func answer(_ outcome: ContactWriteOutcome, _ context: DemoRequestContext, bareStale: Bool) throws -> Response {
+    /// - Parameter stale: How a stale version is answered: `bare` (a 412
+    ///   without the contact), `409`, or the contract's 412 with it.
+    private static func answer(_ outcome: ContactWriteOutcome, _ context: DemoRequestContext, stale: String?) throws -> Response {
         switch outcome {
         case .notFound:
             try noContact(context)
         case .preconditionRequired:
             try invalidStatus(.preconditionRequired, ["if_match": [#"is required: the contact's ETag, "<version>", as GET /contacts/:id answers it"#]])
-        case .stale(let current) where bareStale:
+        case .stale(let current) where stale == "bare":
             Response(status: .preconditionFailed, headers: [.eTag: eTag(current.version)])
+        case .stale(let current) where stale == "409":
+            try json(current, status: .conflict, eTag: true)
         case .stale(let current):
             try json(current, status: .preconditionFailed, eTag: true)
         case .invalid(let errors):

@@ -84,6 +84,14 @@ extension Entity {
     /// The outbox's and the version table's name for contact `id`: `contact #id`.
     public static func contactKey(_ id: Int) -> RecordKey { RecordKey("contact", id) }
 
+    /// Keeps this copy's version as the contact's, even if an older one than
+    /// the kept one: for a copy written where no row of the newer version is.
+    func replaceVersion(_ db: Database) throws {
+        guard kind == .contacts, let version else { return }
+        try RecordVersions.forget(Self.contactKey(id), in: db)
+        try RecordVersions.admit(RecordVersion(version), for: Self.contactKey(id), in: db)
+    }
+
     /// Whether this copy of a contact may be written over the cached one:
     /// not if the cache holds a newer version. Keeps its version if so.
     /// Records of other kinds have no versions, and always may.
@@ -149,9 +157,15 @@ public struct EditContact: SenbeiMutation, VersionedEdit {
     public var base: ContactFields { payload.base }
     public var mine: ContactFields { payload.mine }
 
-    /// `PATCH contacts/:id` with the fields that changed (`null` clears one).
+    /// `PATCH contacts/:id` with the fields that changed (`null` clears one);
+    /// every field when none did (an edit the user resolved to values the
+    /// server has already: the server takes it as a new version).
     public var request: NetworkRequest {
-        let changes = payload.mine.changes(from: payload.base)
+        var changes = payload.mine.changes(from: payload.base)
+        if changes.isEmpty {
+            let all: [String: String?] = ["name": payload.mine.name, "email": payload.mine.email, "company": payload.mine.company, "phone": payload.mine.phone]
+            changes = all
+        }
         let body = (try? JSONSerialization.data(withJSONObject: changes.mapValues { $0 ?? NSNull() as Any }, options: [.sortedKeys])) ?? Data("{}".utf8)
         return NetworkRequest(method: .patch, target: .path("contacts/\(payload.id)"), body: .data(body, contentType: "application/json"))
     }
@@ -330,7 +344,11 @@ public struct DeleteContact: SenbeiMutation, VersionedEdit {
         }
         try db.execute(
             sql: "UPDATE entity SET pending = NULL WHERE kind = ? AND id = ? AND pending = ?", arguments: [EntityKind.contacts.rawValue, payload.id, PendingChange.delete])
-        try reject(error.code == .conflict ? DepotError(.conflict, detail: "it was changed on the server since you read it, so it was kept") : error, db)
+        if error.code == .conflict {
+            try RejectedChange(id: localID, summary: summary, reason: "it was changed on the server since you read it, so it was kept").upsert(db)
+        } else {
+            try reject(error, db)
+        }
     }
 
     /// The server's contact, or none.
@@ -378,8 +396,10 @@ public struct FetchContact: NetworkOperation {
             if let cached = try Entity.fetchOne(db, key: ["kind": EntityKind.contacts.rawValue, "id": id]) {
                 guard try contact.admitVersion(db) else { return cached }
                 (contact.page, contact.position, contact.pending) = (cached.page, cached.position, cached.pending)
-            } else {
-                _ = try contact.admitVersion(db)
+            } else if try !contact.admitVersion(db) {
+                // A newer version is known, but not its row: this copy and
+                // its version go in together.
+                try contact.replaceVersion(db)
             }
             try contact.upsert(db)
             return contact

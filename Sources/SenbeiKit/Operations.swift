@@ -111,13 +111,17 @@ public struct FetchList: CachingOperation {
     /// keeps the cached fields in its new place: versions never go back.
     /// - Returns: How many records the page holds.
     public func write(_ fetched: FetchedPage, to db: Database) throws -> Int {
-        var cached: [Int: Entity] = [:]
+        var cached: [Int: Entity?] = [:]
         for item in fetched.items where try !item.admitVersion(db) {
             cached[item.id] = try Entity.fetchOne(db, key: ["kind": kind.rawValue, "id": item.id])
         }
         try db.execute(sql: "DELETE FROM entity WHERE kind = ? AND page = ?", arguments: [kind.rawValue, page])
         for item in fetched.items {
-            guard var kept = cached[item.id] else {
+            guard var kept = cached[item.id] ?? nil else {
+                // A newer version is known but its row is gone: this copy's
+                // fields and version go in together, so that an edit of them
+                // is based on the version they are.
+                if cached.keys.contains(item.id) { try item.replaceVersion(db) }
                 try item.upsert(db)
                 continue
             }

@@ -95,7 +95,8 @@ final class ChangeWatch {
                         self?.decide(decided)
                         return
                     }
-                    if step == .willRetry || step == .held || step == .waitingForNetwork { self?.stall() }
+                    // A conflict waits for the user, not the network: told at once.
+                    if step == .willRetry || step == .held || step == .waitingForNetwork || step == .conflicted { self?.stall() }
                 } else if step == .waitingForNetwork {
                     // Another change waits for the network: this one would too.
                     self?.stall()

@@ -115,17 +115,16 @@ extension SenbeiApp {
     /// the cache does not know the version.
     private func versionedContact(_ id: Int) async throws(DepotError) -> (Entity, RecordVersion) {
         guard id > 0 else { throw DepotError(.invalidRequest, detail: "contact #\(id) is not on the server yet: wait until it is sent") }
-        let key = Entity.contactKey(id)
-        let cached = try await store.read { db in
-            (try Entity.fetchOne(db, key: ["kind": EntityKind.contacts.rawValue, "id": id]), try RecordVersions.version(of: key, in: db))
-        }
-        if let contact = cached.0, let version = cached.1 { return (contact, version) }
+        // The fields and the version from the same row: an edit is based on
+        // the version its fields are.
+        let cached = try await store.read { db in try Entity.fetchOne(db, key: ["kind": EntityKind.contacts.rawValue, "id": id]) }
+        if let contact = cached, let version = contact.version { return (contact, RecordVersion(version)) }
         if profile == nil { _ = try await login() }
         let fetched = try await controller.perform(FetchContact(id: id))
-        guard let version = try await store.read({ db in try RecordVersions.version(of: key, in: db) }) else {
+        guard let version = fetched.version else {
             throw DepotError(.decoding, operation: "FetchContact", detail: "the server gave no version for contact #\(id)")
         }
-        return (fetched, version)
+        return (fetched, RecordVersion(version))
     }
 
     /// The edits kept for the user because someone else changed the same

@@ -41,6 +41,8 @@ struct VersionedEditTests {
             var query: [String: String]
             /// Rebases keep the first tag: the server refuses every attempt.
             var stuck: Bool
+            /// A `409` is this edit's conflict (its server's way of saying so).
+            var recognizes409 = false
         }
         static let typeName = "test.rename.v1"
         var payload: Payload
@@ -57,6 +59,11 @@ struct VersionedEditTests {
             return request
         }
         var currentRequest: NetworkRequest { .get("contacts/\(payload.id)") }
+
+        func conflict(in response: NetworkResponse) -> EditConflictKind? {
+            if payload.recognizes409, response.status == 409 { return .changed }
+            return response.status == 412 ? .changed : nil
+        }
 
         func rebased(onto version: RecordVersion, base: Fields, mine: Fields) -> Rename {
             var payload = payload
@@ -149,9 +156,9 @@ struct VersionedEditTests {
 
     @Test func aRecordThatKeepsRefusingIsKeptForTheUserAfterTheRebaseLimit() async throws {
         try await withOutbox { server, _, outbox, tag, contact, center in
-            let conflicted = Mutex(0)
+            let (notified, told) = AsyncStream.makeStream(of: OutboxChange.Step.self)
             let observer = center.addObserver(forName: .depotOutboxChanged, object: nil, queue: nil) { note in
-                if (note.userInfo?[OutboxChange.UserInfoKey.change] as? OutboxChange)?.step == .conflicted { conflicted.withLock { $0 += 1 } }
+                if let step = (note.userInfo?[OutboxChange.UserInfoKey.change] as? OutboxChange)?.step { told.yield(step) }
             }
             defer { center.removeObserver(observer) }
             let changes = outbox.changes()
@@ -170,11 +177,47 @@ struct VersionedEditTests {
             let conflict = try #require(try await outbox.conflicts().first)
             #expect(conflict.id == entry)
             #expect(conflict.fields == [FieldConflict(field: "name", base: contact.name, mine: "Renamed", theirs: contact.name)])
-            #expect(conflicted.withLock { $0 } == 1, "one notification says so")
+            // The notification says so too (waited for: it is posted after `changes()` hears).
+            var heard = false
+            for await step in notified where step == .conflicted {
+                heard = true
+                break
+            }
+            #expect(heard)
             // Resolved with the server's: the cached name is the server's again.
             try await outbox.resolveConflict(entry, keeping: .theirs)
             #expect(try await outbox.store.read { db in try Contact.fetchOne(db, key: 1) }?.name == contact.name)
             #expect(try await outbox.entries().isEmpty)
         }
+    }
+
+    @Test(arguments: [true, false])
+    func a409IsAConflictOnlyWhereTheEditRecognizesIt(_ recognized: Bool) async throws {
+        try await withOutbox { _, controller, outbox, tag, contact, _ in
+            try await changeEmailElsewhere(controller, to: "elsewhere@b.example")
+            var mine = contact
+            mine.name = "Renamed"
+            let edit = Rename(payload: .init(id: 1, tag: tag, base: contact, mine: mine, query: ["stale": "409"], stuck: false, recognizes409: recognized))
+            let answer = await (try outbox.send(edit)).outcome()
+            let cached = try await outbox.store.read { db in try Contact.fetchOne(db, key: 1) }
+            if recognized {
+                // Merged with the other change, and sent again on its version.
+                #expect(try answer.get().status == 200)
+                #expect(cached?.name == "Renamed")
+            } else {
+                // Any other refusal: rolled back, as before versions.
+                #expect(throws: DepotError.self) { try answer.get() }
+                #expect((try? answer.get()) == nil && answer.failureStatus == 409)
+                #expect(cached?.name == contact.name)
+            }
+        }
+    }
+}
+
+extension Result where Failure == DepotError {
+    /// The status of the server's refusal, if that is what this is.
+    var failureStatus: Int? {
+        if case .failure(let error) = self { return error.status }
+        return nil
     }
 }

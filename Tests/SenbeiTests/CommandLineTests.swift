@@ -208,9 +208,10 @@ struct ConflictCommandLineTests {
             let other = try await Self.senbei(["edit-contact", "1", "--email", "the\u{1B}[31mirs@b.example"], server: url, folder: theirs)
             #expect(other.status == 0 && other.output.hasPrefix("Saved contact #1"), "\(other.output)\(other.error)")
 
-            // Back online: sent, refused (412), kept as a conflict.
-            let back = try await Self.senbei(["contacts", "--refresh"], server: url, folder: mine)
-            #expect(back.status == 0, "\(back.error)")
+            // Back online: sent (a run's end waits for its sends), refused (412), kept as a conflict.
+            let online = try await Self.senbei(["contacts", "--refresh"], server: url, folder: mine)
+            #expect(online.status == 0, "\(online.error)")
+            let back = try await Self.senbei(["contacts"], server: url, folder: mine)
             let row = try #require(back.output.split(separator: "\n").first { $0.contains("#1 ") })
             #expect(row.hasSuffix("⚠ conflict"), "\(back.output)")
             let listed = try await Self.senbei(["conflicts"], server: url, folder: mine)

@@ -48,8 +48,9 @@ struct ConflictModelTests {
                 for writer in writers { _ = try await writer.app.loadPage(.contacts) }
                 let initial = try await f.app.loadPage(.contacts).items.filter { $0.id <= 3 }
                 var saved: [Saved] = []
-                // Entries the user resolved keeping mine or setting a value: they saw theirs.
-                var resolvedByUser: Set<String> = []
+                // The fields of entries the user resolved keeping mine or
+                // setting a value: the conflict showed them theirs.
+                var seenByUser: Set<String> = []
                 // What the user chose to give up when shown a conflict: (entry, field).
                 var givenUp: Set<String> = []
                 var counts: [String: Int] = [:]
@@ -88,7 +89,7 @@ struct ConflictModelTests {
                         switch random.next() % 3 {
                         case 0:
                             try await app.resolveConflict(conflict.id, keeping: .mine)
-                            resolvedByUser.insert("\(name) \(conflict.id)")
+                            for shown in conflict.fields { seenByUser.insert("\(name) \(conflict.id) \(shown.field)") }
                         case 1:
                             try await app.resolveConflict(conflict.id, keeping: .theirs)
                             for edit in saved where edit.writer == name && edit.entry == conflict.id { givenUp.insert("\(name) \(edit.entry) \(edit.field)") }
@@ -97,7 +98,8 @@ struct ConflictModelTests {
                             let value = Self.value(field, "\(name)\(step)r")
                             try await app.resolveConflict(conflict.id, setting: field, to: value)
                             givenUp.insert("\(name) \(conflict.id) \(field)")
-                            resolvedByUser.insert("\(name) \(conflict.id)")
+                            for shown in conflict.fields { seenByUser.insert("\(name) \(conflict.id) \(shown.field)") }
+                            seenByUser.insert("\(name) \(conflict.id) \(field)")
                             let contact = Int(conflict.record?.id ?? "") ?? 0
                             saved.append(Saved(writer: name, entry: conflict.id, base: nil, contact: contact, field: field, value: value))
                         }
@@ -122,7 +124,7 @@ struct ConflictModelTests {
                         await writer.app.outbox.waitUntilIdle()
                         for conflict in try await writer.app.conflicts() {
                             try await writer.app.resolveConflict(conflict.id, keeping: .mine)
-                            resolvedByUser.insert("\(writer.name) \(conflict.id)")
+                            for shown in conflict.fields { seenByUser.insert("\(writer.name) \(conflict.id) \(shown.field)") }
                         }
                         await writer.app.outbox.waitUntilIdle()
                         left += try await writer.app.outbox.entries().count
@@ -144,7 +146,7 @@ struct ConflictModelTests {
                                 overwritten.append("contact \(contact.id) \(field): \(previous.value(of: field) ?? "nil") → \(new ?? "nil") by no edit")
                                 continue
                             }
-                            if edit.base != previous.value(of: field), !resolvedByUser.contains("\(edit.writer) \(edit.entry)") {
+                            if edit.base != previous.value(of: field), !seenByUser.contains("\(edit.writer) \(edit.entry) \(field)") {
                                 overwritten.append("contact \(contact.id) \(field): \(previous.value(of: field) ?? "nil") → \(new ?? "nil") by \(edit.writer)'s edit \(edit.entry), which had seen \(edit.base ?? "nil")")
                             }
                         }

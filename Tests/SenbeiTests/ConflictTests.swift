@@ -108,7 +108,7 @@ struct ConflictTests {
                         break
                     }
                 }
-                #expect(steps.last == .conflicted)
+                #expect(steps == [.sending, .conflicted], "sent once, then kept: \(steps)")
                 // A still shows what it wrote, marked; the server has B's.
                 #expect(try await cached(f, 1)?.email == "mine@a.example")
                 #expect(try await f.app.loadPage(.contacts).states[1] == RecordState(hasPendingWrites: true, hasConflict: true))
@@ -161,6 +161,68 @@ struct ConflictTests {
                 try await f.app.resolveConflict(entry, keeping: .theirs)
                 #expect(try await cached(f, 1) == nil)
                 #expect(try await f.app.conflicts().isEmpty)
+            }
+        }
+    }
+
+    @Test func aDeletionOfAContactSomeoneChangedIsGivenUpAndSaysSo() async throws {
+        try await withSenbei { f in
+            try await withSecondClient(f) { b in
+                try await f.app.login()
+                _ = try await f.app.loadPage(.contacts)
+                _ = try await b.loadPage(.contacts)
+                try await f.withOfflineApp { app in
+                    _ = try await app.deleteContact(id: 1)
+                    #expect(try await app.loadPage(.contacts).items.first { $0.id == 1 }?.pending == .delete)
+                }
+                let change = try await b.editContact(id: 1) { fields throws(DepotError) in try fields.setting("company", to: "Still Here Ltd") }
+                guard case .sent = try await b.outcome(of: change) else { throw DepotError(.processing, detail: "B's edit was not sent") }
+                try await f.app.start()
+                await f.app.outbox.waitUntilIdle()
+                // Their change stands, on A's screen too; the refusal says why.
+                #expect(try await onServer(1, via: b).company == "Still Here Ltd")
+                let kept = try #require(try await cached(f, 1))
+                #expect(kept.company == "Still Here Ltd" && kept.pending == nil && kept.version == 2)
+                let reasons = try await f.app.rejectedChanges().map(\.reason)
+                #expect(reasons == ["it was changed on the server since you read it, so it was kept"])
+                #expect(try await f.app.outbox.entries().isEmpty)
+                #expect(try await f.app.conflicts().isEmpty)
+            }
+        }
+    }
+
+    @Test func theSameChangeByBothWritersIsCommittedWithoutSendingItAgain() async throws {
+        try await withSenbei { f in
+            try await withSecondClient(f) { b in
+                let entry = try await editBoth(f, b, mine: { fields throws(DepotError) in try fields.setting("company", to: "Same Ltd") }) { b in
+                    let change = try await b.editContact(id: 1) { fields throws(DepotError) in try fields.setting("company", to: "Same Ltd") }
+                    guard case .sent = try await b.outcome(of: change) else { throw DepotError(.processing, detail: "B's edit was not sent") }
+                }
+                // B's PATCH and A's refused one: nothing was left to send.
+                #expect(f.served("PATCH /contacts/") == 2)
+                #expect(try await f.app.outbox.entries().isEmpty)
+                #expect(try await f.app.conflicts().isEmpty)
+                #expect(try await f.app.outbox.outcome(of: entry).get().status == 200)
+                let contact = try #require(try await cached(f, 1))
+                #expect(contact.company == "Same Ltd" && contact.version == 2)
+            }
+        }
+    }
+
+    @Test func anEntryWhoseConflictRecordWasLostIsSentAgainAndFindsItAnew() async throws {
+        try await withSenbei { f in
+            try await withSecondClient(f) { b in
+                let entry = try await editBoth(f, b, mine: { fields throws(DepotError) in try fields.setting("email", to: "mine@a.example") }) { b in
+                    let change = try await b.editContact(id: 1) { fields throws(DepotError) in try fields.setting("email", to: "theirs@b.example") }
+                    guard case .sent = try await b.outcome(of: change) else { throw DepotError(.processing, detail: "B's edit was not sent") }
+                }
+                // As a rebuilt store keeps it: the outbox entry, not its conflict.
+                try await f.store.write { db in try db.execute(sql: "DELETE FROM depot_conflicts") }
+                #expect(try await f.app.conflicts().isEmpty)
+                try await f.app.start()
+                await f.app.outbox.waitUntilIdle()
+                #expect(try await f.app.conflicts().map(\.id) == [entry])
+                #expect(try await f.app.outbox.snapshot().conflicts.count == 1)
             }
         }
     }

@@ -13,9 +13,15 @@ extension Outbox {
 
     /// What a conflict answer to `edit` decides, or `nil` if the answer is
     /// not a conflict (``VersionedEdit/conflict(in:)``).
+    ///
+    /// Every write that settles it is made only while this outbox still
+    /// holds the entry's claim: another process that took the entry over
+    /// (the claim expired during a slow fetch of the record) decides it instead.
     func conflictDisposition<E: VersionedEdit>(_ edit: E, entry: OutboxEntry, response: NetworkResponse) async -> Disposition? {
         guard let kind = edit.conflict(in: response) else { return nil }
         let key = entry.id.rawValue
+        // The answer that carried the server's record, if any.
+        var carrier = response
         let theirs: ServerRecord<E.Fields>?
         switch kind {
         case .deleted:
@@ -24,9 +30,13 @@ extension Outbox {
             if let record = try? edit.serverRecord(from: response) {
                 theirs = record
             } else {
-                switch await currentRecord(of: edit) {
-                case .success(let record): theirs = record
-                case .failure(let error): return .again(error)
+                switch await currentRecord(of: edit, key: key) {
+                case .success(let (record, answer)):
+                    theirs = record
+                    carrier = answer
+                case .failure(let error):
+                    if claimWasLost(key) { return .claimLost }
+                    return .again(error)
                 }
             }
         }
@@ -44,6 +54,12 @@ extension Outbox {
         switch decision {
         case .rebase(let fields):
             guard let theirs else { return nil }
+            // Merged into exactly what the server has: nothing is left to
+            // send, and the edit is done (two writers made the same change).
+            if fields == theirs.fields {
+                state.withLock { _ = $0.rebases.removeValue(forKey: key) }
+                return await settle(edit, key: key, theirs: theirs, answer: carrier)
+            }
             return await rebase(edit, key: key, onto: theirs, mine: fields)
         case .acceptServer:
             state.withLock { _ = $0.rebases.removeValue(forKey: key) }
@@ -54,23 +70,31 @@ extension Outbox {
         }
     }
 
-    /// Reads the record as the server has it now (``VersionedEdit/currentRequest``):
-    /// `nil` if it is gone (404, 410).
-    private func currentRecord<E: VersionedEdit>(of edit: E) async -> Result<ServerRecord<E.Fields>?, DepotError> {
+    /// Reads the record as the server has it now (``VersionedEdit/currentRequest``),
+    /// under the entry's claim: `nil` if it is gone (404, 410), with the answer that said so.
+    private func currentRecord<E: VersionedEdit>(of edit: E, key: Int64) async -> Result<(ServerRecord<E.Fields>?, NetworkResponse), DepotError> {
         do throws(DepotError) {
-            let response = try await controller.perform(
-                CurrentRecordFetch(request: edit.currentRequest, name: "\(E.typeName) current record", priority: edit.priority, category: edit.category, waitsForNetwork: waitsForNetwork),
-                admittedDuringGrace: true)
-            if response.status == 404 || response.status == 410 { return .success(nil) }
+            let fetch = CurrentRecordFetch(
+                request: edit.currentRequest, name: "\(E.typeName) current record", priority: edit.priority, category: edit.category,
+                waitsForNetwork: waitsForNetwork, attemptLimit: attemptLimit,
+                renewClaim: { [weak self] () async throws(DepotError) in try await self?.renewClaim(key) })
+            let response = try await controller.perform(fetch, admittedDuringGrace: true)
+            if response.status == 404 || response.status == 410 { return .success((nil, response)) }
             guard (200..<300).contains(response.status) else { return .failure(edit.error(for: response)) }
             do {
-                return .success(try edit.serverRecord(from: response))
+                return .success((try edit.serverRecord(from: response), response))
             } catch {
                 return .failure(DepotError.wrap(error, operation: E.typeName, fallback: .decoding))
             }
         } catch {
             return .failure(error)
         }
+    }
+
+    /// Whether this outbox holds entry `key`'s claim, in the transaction `db`:
+    /// what every write that settles a conflict checks first.
+    func holdsClaim(_ key: Int64, _ db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(OutboxTable.name) WHERE id = ? AND claimedBy = ? AND state = 'pending')", arguments: [key, claimant]) ?? false
     }
 
     /// Stores `edit` made again on the server's version, with a new
@@ -81,18 +105,40 @@ extension Outbox {
         do {
             let payload = try Self.encoder.encode(rebased.payload)
             let ours = try await queueWrite(pendingDelta: 0) { [types] db -> Bool in
-                guard try Self.exists(key, db) else { return false }
+                guard try self.holdsClaim(key, db) else { return false }
                 try Self.storeRebased(payload, key: key, note: "rebased on version \(theirs.version) after a conflict", db)
                 try edit.write(theirs, db)
                 try OutboxTable.reapplyPending(db, types: types)
                 return true
             }
-            if !ours { invalidateCounts() }
+            if !ours { return .claimLost }
         } catch {
             if store.isClosing { return .stop }
             return .again(DepotError.wrap(error, operation: E.typeName, fallback: .storage))
         }
         return .rebased
+    }
+
+    /// An edit whose merge is what the server has already: the server's
+    /// record is written, the entry removed, and its ticket gets the answer
+    /// that carried the record, as a success.
+    private func settle<E: VersionedEdit>(_ edit: E, key: Int64, theirs: ServerRecord<E.Fields>, answer: NetworkResponse) async -> Disposition {
+        do {
+            let ours = try await queueWrite(pendingDelta: -1) { [types] db -> Bool in
+                guard try self.holdsClaim(key, db) else { return false }
+                try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
+                try ConflictTable.delete(key, db)
+                try edit.write(theirs, db)
+                try OutboxTable.reapplyPending(db, types: types)
+                return true
+            }
+            if !ours { return .claimLost }
+        } catch {
+            if store.isClosing { return .stop }
+            return .again(DepotError.wrap(error, operation: E.typeName, fallback: .storage))
+        }
+        resolve(key, .success(NetworkResponse(status: 200, headers: answer.headers, body: answer.body, url: answer.url)), step: .committed)
+        return .decided(.committed)
     }
 
     /// Replaces entry `key`'s payload with a rebased one, under a new
@@ -109,11 +155,11 @@ extension Outbox {
     private func acceptServer<E: VersionedEdit>(_ edit: E, key: Int64, theirs: ServerRecord<E.Fields>?, error: DepotError) async -> Disposition {
         do {
             let ours = try await queueWrite(pendingDelta: -1) { [types] db -> Bool in
-                guard try Self.exists(key, db) else { return false }
+                guard try self.holdsClaim(key, db) else { return false }
                 try Self.giveUp(edit, key: key, theirs: theirs, error: error, types: types, db)
                 return true
             }
-            if !ours { invalidateCounts() }
+            if !ours { return .claimLost }
         } catch {
             if store.isClosing { return .stop }
             return .again(DepotError.wrap(error, operation: E.typeName, fallback: .storage))
@@ -148,14 +194,14 @@ extension Outbox {
                 id: entry.id, typeName: E.typeName, record: edit.record, fields: fields, theirVersion: theirs?.version, createdAt: store.currentDate(),
                 base: try encoder.encode(edit.base), mine: try encoder.encode(edit.mine), theirs: try theirs.map { try encoder.encode($0.fields) })
             let ours = try await queueWrite(pendingDelta: nil) { db -> Bool in
-                guard try Self.exists(key, db) else { return false }
+                guard try self.holdsClaim(key, db) else { return false }
                 try db.execute(
                     sql: "UPDATE \(OutboxTable.name) SET state = 'conflict', lastError = ?, claimedBy = NULL, claimPID = NULL, claimExpires = NULL WHERE id = ?",
                     arguments: ["\(error)", key])
                 try ConflictTable.insert(conflict, db)
                 return true
             }
-            if !ours { invalidateCounts() }
+            if !ours { return .claimLost }
         } catch {
             if store.isClosing { return .stop }
             return .again(DepotError.wrap(error, operation: E.typeName, fallback: .storage))
@@ -265,6 +311,7 @@ extension Outbox {
             leaveInFlight(key)
             throw error
         }
+        state.withLock { _ = $0.rebases.removeValue(forKey: key) }
         if let error = outcome.error {
             noteRolledBack(key, typeName: outcome.typeName, error: error)
         } else {
@@ -315,6 +362,7 @@ enum ResolutionChoice: Sendable {
 
 /// Reads a record as the server has it now, for a conflict whose answer did
 /// not carry it: every status is an answer.
+/// Like a delivery, it goes only under the entry's claim, and ends while the claim holds.
 struct CurrentRecordFetch: NetworkOperation {
     typealias Output = NetworkResponse
     let request: NetworkRequest
@@ -322,8 +370,17 @@ struct CurrentRecordFetch: NetworkOperation {
     let priority: Priority
     let category: OperationCategory
     let waitsForNetwork: Bool
+    let attemptLimit: Duration
+    /// Renews the outbox's claim on the entry; throws if it is another's now.
+    let renewClaim: @Sendable () async throws(DepotError) -> Void
 
     var exitPolicy: ExitPolicy { .finish }
     var offlineBehavior: OfflineBehavior { waitsForNetwork ? .waitForConnectivity : .failFast }
+    var timeout: Timeout { Timeout(idle: Timeout.default.idle, total: attemptLimit) }
     func validate(_ response: NetworkResponse) throws {}
+
+    /// Right before each attempt goes out: only under the outbox's claim.
+    func prepare(_ request: inout TransportRequest, context: OperationContext) async throws {
+        try await renewClaim()
+    }
 }

@@ -66,6 +66,7 @@ extension Outbox {
     func claimHead(of lane: String) async throws(DepotError) -> Head {
         let (claimant, now) = (claimant, store.currentDate())
         let expires = (now + claimDuration.timeInterval).timeIntervalSince1970
+        let healed = Mutex(false)
         let head = try await store.write { db -> Head in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM \(OutboxTable.name) WHERE lane = ? AND state IN ('pending', 'conflict') ORDER BY id LIMIT 1", arguments: [lane]) else {
                 return .empty
@@ -76,6 +77,7 @@ extension Outbox {
                 // the conflicts): sent again, it meets the server's version
                 // again, and the conflict is found anew.
                 try db.execute(sql: "UPDATE \(OutboxTable.name) SET state = 'pending' WHERE id = ?", arguments: [row["id"]])
+                healed.withLock { $0 = true }
             }
             if let until = Self.isClaimedElsewhere(row, by: claimant, at: now) { return .claimedElsewhere(until: until) }
             try db.execute(
@@ -86,6 +88,7 @@ extension Outbox {
         if case .claimed(let entry, _) = head {
             state.withLock { $0.claims[entry.id.rawValue] = now }
         }
+        if healed.withLock({ $0 }) { invalidateCounts() }
         return head
     }
 

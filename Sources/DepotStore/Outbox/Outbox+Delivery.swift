@@ -115,7 +115,9 @@ extension Outbox {
             case .rebased:
                 failures = 0
                 leaveInFlight(key)
-                await releaseClaim(key, inDatabase: false)
+                // Released, so that another process need not wait out the
+                // claim if this lane stops before it picks the entry again.
+                await releaseClaim(key, inDatabase: true)
                 await changed(key, .rebased)
             case .kept:
                 failures = 0
@@ -222,6 +224,7 @@ extension Outbox {
                     // expired while it waited): its decision stands.
                     guard try Self.exists(key, db) else { return false }
                     try mutation.commit(response, db)
+                    try ConflictTable.delete(key, db)
                     try Self.carryForward(mutation, response: response, key: key, types: types, db)
                     try SyncLedger.invalidate(mutation.invalidates, in: db)
                     try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
@@ -249,14 +252,17 @@ extension Outbox {
             resolve(key, .success(response), step: .committed)
             return .decided(.committed)
         }
-        if M.self is any VersionedEdit.Type, let edit = mutation as? any VersionedEdit, let disposition = await conflictDisposition(edit, entry: entry, response: response) {
-            return disposition
-        }
         let error = mutation.error(for: response)
+        // Judged first: a 409 "still processing" is never a conflict, even for
+        // an edit that takes 409s as conflicts (a rebase would send it again
+        // under a new key while the first request is being processed).
         if mutation.isStillProcessing(response) || status == 408 || status == 429 || status >= 500 {
             return .again(error)
         }
         if status == 401 { return .held }
+        if M.self is any VersionedEdit.Type, let edit = mutation as? any VersionedEdit, let disposition = await conflictDisposition(edit, entry: entry, response: response) {
+            return disposition
+        }
         return await rollBack(mutation, key: key, error: error)
     }
 
@@ -299,10 +305,14 @@ extension Outbox {
     /// A permanent failure: roll back and remove, in one transaction.
     private func rollBack<M: Mutation>(_ mutation: M, key: Int64, error: DepotError) async -> Disposition {
         do {
-            let ours = try await queueWrite(pendingDelta: -1) { db -> Bool in
+            let ours = try await queueWrite(pendingDelta: -1) { [types] db -> Bool in
                 guard try Self.exists(key, db) else { return false }
-                try mutation.rollback(error, db)
                 try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
+                try ConflictTable.delete(key, db)
+                try mutation.rollback(error, db)
+                // What else is queued is still what the user sees (a rollback
+                // may have undone a field a later change set too).
+                if mutation.record != nil { try OutboxTable.reapplyPending(db, types: types) }
                 return true
             }
             if !ours { invalidateCounts() }

@@ -234,13 +234,26 @@ public final class Outbox: Sendable {
     /// Call it once the app is set up; ``send(_:)`` starts its own lane.
     public func start() async throws(DepotError) {
         await store.reapplyAfterRecovery(types: types)
-        let lanes = try await store.read { db in
-            try String.fetchAll(db, sql: "SELECT DISTINCT lane FROM \(OutboxTable.name) WHERE state = 'pending'")
+        let (pending, orphans) = try await store.read { db in
+            (try String.fetchAll(db, sql: "SELECT DISTINCT lane FROM \(OutboxTable.name) WHERE state = 'pending'"),
+             try String.fetchAll(db, sql: Self.orphanedConflictLanesSQL))
         }
+        if !orphans.isEmpty {
+            // In conflict, but the conflict record was lost (a rebuilt store
+            // keeps the outbox, not the conflicts): sent again, each meets the
+            // server's version again and its conflict is found anew.
+            try await queueWrite(pendingDelta: nil) { db in
+                try db.execute(sql: "UPDATE \(OutboxTable.name) SET state = 'pending' WHERE state = 'conflict' AND id NOT IN (SELECT entry FROM \(ConflictTable.name))")
+            }
+        }
+        let lanes = Set(pending).union(orphans)
         // Another process may have changed the table: count it again.
         invalidateCounts()
         for lane in lanes { kick(lane) }
     }
+
+    /// The lanes of entries in conflict that have no conflict record.
+    static let orphanedConflictLanesSQL = "SELECT DISTINCT lane FROM \(OutboxTable.name) WHERE state = 'conflict' AND id NOT IN (SELECT entry FROM \(ConflictTable.name))"
 
     /// Returns when no delivery loop runs: every lane is empty, held, or
     /// stopped because the controller shut down or the store closed. A
@@ -336,15 +349,18 @@ public final class Outbox: Sendable {
                 guard let row = try Row.fetchOne(db, sql: "SELECT * FROM \(OutboxTable.name) WHERE id = ?", arguments: [key]) else { return .missing }
                 if Self.isClaimedElsewhere(row, by: claimant, at: now) != nil { return .claimedElsewhere }
                 // A mutation that cannot be rebuilt has nothing to roll back with.
-                if let type = types[row["typeName"]], let mutation = try? Self.rebuild(type, from: row["payload"]) {
-                    try mutation.rollback(error, db)
-                }
                 try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
                 try ConflictTable.delete(key, db)
+                if let type = types[row["typeName"]], let mutation = try? Self.rebuild(type, from: row["payload"]) {
+                    try mutation.rollback(error, db)
+                    // What else is queued is still what the user sees.
+                    if mutation.record != nil { try OutboxTable.reapplyPending(db, types: types) }
+                }
                 return .discarded(lane: row["lane"])
             }
             switch found {
             case .discarded(let lane):
+                state.withLock { _ = $0.rebases.removeValue(forKey: key) }
                 // A discarded conflict held its lane: what waited behind it goes now.
                 kick(lane)
             case .missing:
