@@ -60,7 +60,7 @@ extension Outbox {
                 state.withLock { _ = $0.rebases.removeValue(forKey: key) }
                 return await settle(edit, key: key, theirs: theirs, answer: carrier)
             }
-            return await rebase(edit, key: key, onto: theirs, mine: fields)
+            return await rebase(edit, entry: entry, onto: theirs, mine: fields)
         case .acceptServer:
             state.withLock { _ = $0.rebases.removeValue(forKey: key) }
             return await acceptServer(edit, key: key, theirs: theirs, error: error)
@@ -100,43 +100,56 @@ extension Outbox {
     /// Stores `edit` made again on the server's version, with a new
     /// idempotency key, and shows it at once: the server's record with every
     /// queued change on top. The lane sends it next.
-    private func rebase<E: VersionedEdit>(_ edit: E, key: Int64, onto theirs: ServerRecord<E.Fields>, mine: E.Fields) async -> Disposition {
+    private func rebase<E: VersionedEdit>(_ edit: E, entry: OutboxEntry, onto theirs: ServerRecord<E.Fields>, mine: E.Fields) async -> Disposition {
+        let key = entry.id.rawValue
         let rebased = edit.rebased(onto: theirs.version, base: theirs.fields, mine: mine)
+        let payload: Data
         do {
-            let payload = try Self.encoder.encode(rebased.payload)
-            let ours = try await queueWrite(pendingDelta: 0) { [types] db -> Bool in
+            payload = try Self.encoder.encode(rebased.payload)
+        } catch {
+            return await fail(entry, DepotError(.encoding, operation: E.typeName, underlying: error), because: "its rebased payload cannot be encoded")
+        }
+        if let other = await underClaim(of: key, E.self, pendingDelta: 0, { [types] db in
+            try Self.storeRebased(payload, key: key, note: "rebased on version \(theirs.version) after a conflict", db)
+            try edit.write(theirs, db)
+            try OutboxTable.reapplyPending(db, types: types)
+        }) { return other }
+        return .rebased
+    }
+
+    /// Runs `updates` in one write of the queue, if this outbox still holds
+    /// entry `key`'s claim. Returns `nil` once they are written; otherwise
+    /// what the lane does instead: look again (another outbox took the entry
+    /// over), stop (the store is closing), or try later.
+    private func underClaim<E: VersionedEdit>(of key: Int64, _ type: E.Type, pendingDelta: Int?, _ updates: @escaping @Sendable (Database) throws -> Void) async -> Disposition? {
+        do {
+            let ours = try await queueWrite(pendingDelta: pendingDelta) { db -> Bool in
                 guard try self.holdsClaim(key, db) else { return false }
-                try Self.storeRebased(payload, key: key, note: "rebased on version \(theirs.version) after a conflict", db)
-                try edit.write(theirs, db)
-                try OutboxTable.reapplyPending(db, types: types)
+                try updates(db)
                 return true
             }
-            if !ours { return .claimLost }
+            guard ours else {
+                // The count moved by `pendingDelta` though nothing was written.
+                invalidateCounts()
+                return .claimLost
+            }
+            return nil
         } catch {
             if store.isClosing { return .stop }
             return .again(DepotError.wrap(error, operation: E.typeName, fallback: .storage))
         }
-        return .rebased
     }
 
     /// An edit whose merge is what the server has already: the server's
     /// record is written, the entry removed, and its ticket gets the answer
     /// that carried the record, as a success.
     private func settle<E: VersionedEdit>(_ edit: E, key: Int64, theirs: ServerRecord<E.Fields>, answer: NetworkResponse) async -> Disposition {
-        do {
-            let ours = try await queueWrite(pendingDelta: -1) { [types] db -> Bool in
-                guard try self.holdsClaim(key, db) else { return false }
-                try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
-                try ConflictTable.delete(key, db)
-                try edit.write(theirs, db)
-                try OutboxTable.reapplyPending(db, types: types)
-                return true
-            }
-            if !ours { return .claimLost }
-        } catch {
-            if store.isClosing { return .stop }
-            return .again(DepotError.wrap(error, operation: E.typeName, fallback: .storage))
-        }
+        if let other = await underClaim(of: key, E.self, pendingDelta: -1, { [types] db in
+            try db.execute(sql: "DELETE FROM \(OutboxTable.name) WHERE id = ?", arguments: [key])
+            try ConflictTable.delete(key, db)
+            try edit.write(theirs, db)
+            try OutboxTable.reapplyPending(db, types: types)
+        }) { return other }
         resolve(key, .success(NetworkResponse(status: 200, headers: answer.headers, body: answer.body, url: answer.url)), step: .committed)
         return .decided(.committed)
     }
@@ -153,17 +166,9 @@ extension Outbox {
     /// Gives the edit up: its optimistic change undone, the server's record
     /// written, the entry removed, in one transaction.
     private func acceptServer<E: VersionedEdit>(_ edit: E, key: Int64, theirs: ServerRecord<E.Fields>?, error: DepotError) async -> Disposition {
-        do {
-            let ours = try await queueWrite(pendingDelta: -1) { [types] db -> Bool in
-                guard try self.holdsClaim(key, db) else { return false }
-                try Self.giveUp(edit, key: key, theirs: theirs, error: error, types: types, db)
-                return true
-            }
-            if !ours { return .claimLost }
-        } catch {
-            if store.isClosing { return .stop }
-            return .again(DepotError.wrap(error, operation: E.typeName, fallback: .storage))
-        }
+        if let other = await underClaim(of: key, E.self, pendingDelta: -1, { [types] db in
+            try Self.giveUp(edit, key: key, theirs: theirs, error: error, types: types, db)
+        }) { return other }
         noteRolledBack(key, typeName: E.typeName, error: error)
         return .decided(.rolledBack)
     }
@@ -188,24 +193,21 @@ extension Outbox {
         } else {
             fields = (try? FieldMerge.changes(base: edit.base, mine: edit.mine, theirs: theirs?.fields)) ?? []
         }
+        let conflict: OutboxConflict
         do {
             let encoder = JSONEncoder()
-            let conflict = OutboxConflict(
+            conflict = OutboxConflict(
                 id: entry.id, typeName: E.typeName, record: edit.record, fields: fields, theirVersion: theirs?.version, createdAt: store.currentDate(),
                 base: try encoder.encode(edit.base), mine: try encoder.encode(edit.mine), theirs: try theirs.map { try encoder.encode($0.fields) })
-            let ours = try await queueWrite(pendingDelta: nil) { db -> Bool in
-                guard try self.holdsClaim(key, db) else { return false }
-                try db.execute(
-                    sql: "UPDATE \(OutboxTable.name) SET state = 'conflict', lastError = ?, claimedBy = NULL, claimPID = NULL, claimExpires = NULL WHERE id = ?",
-                    arguments: ["\(error)", key])
-                try ConflictTable.insert(conflict, db)
-                return true
-            }
-            if !ours { return .claimLost }
         } catch {
-            if store.isClosing { return .stop }
-            return .again(DepotError.wrap(error, operation: E.typeName, fallback: .storage))
+            return await fail(entry, DepotError(.encoding, operation: E.typeName, underlying: error), because: "its conflict cannot be encoded")
         }
+        if let other = await underClaim(of: key, E.self, pendingDelta: nil, { db in
+            try db.execute(
+                sql: "UPDATE \(OutboxTable.name) SET state = 'conflict', lastError = ?, claimedBy = NULL, claimPID = NULL, claimExpires = NULL WHERE id = ?",
+                arguments: ["\(error)", key])
+            try ConflictTable.insert(conflict, db)
+        }) { return other }
         return .kept
     }
 

@@ -325,7 +325,7 @@ extension Outbox {
     }
 
     /// Marks an entry failed: it stays, blocks nothing, and can be retried or discarded.
-    private func fail(_ entry: OutboxEntry, _ error: DepotError, because reason: String) async -> Disposition {
+    func fail(_ entry: OutboxEntry, _ error: DepotError, because reason: String) async -> Disposition {
         let key = entry.id.rawValue
         _ = try? await queueWrite(pendingDelta: nil) { db in
             try db.execute(
