@@ -84,6 +84,7 @@ enum LiveMemoryBench {
         let wallStart = ContinuousClock.now
         var heap: [Double] = []
         var rss: [Double] = []
+        var threads: [Int] = []
         for segment in 1...segments {
             let target = opened + interval * (chunks * segment / segments) + .milliseconds(1)
             try await drive { try await simulator.run(until: target, settled: settled) }
@@ -92,6 +93,7 @@ enum LiveMemoryBench {
             let memory = SoakBench.mallocMegabytes()
             heap.append(memory?.inUse ?? .nan)
             rss.append(SoakBench.residentMegabytes())
+            threads.append(SoakBench.threadCount() ?? 0)
             let wall = (ContinuousClock.now - wallStart).seconds
             say(String(format: "  %8d events applied, simulated %@, wall %.1f s (%.0f events/s): heap in use %.2f MB, malloc holds %.1f MB, RSS %.1f MB, SQLite %.2f MB; %d threads; screen shows %d posts",
                        applied, "\(clock.elapsed)", wall, Double(applied) / wall, heap.last!, memory?.system ?? .nan, rss.last!, SoakBench.sqliteMegabytes() ?? .nan, SoakBench.threadCount() ?? 0, results?.fetchedObjects.count ?? 0))
@@ -101,11 +103,21 @@ enum LiveMemoryBench {
         let growth = (heap.last! / heap[0] - 1) * 100
         say(String(format: "  heap growth after the warm-up (%d events): %+.2f%% (%.2f → %.2f MB); RSS %+.1f%%; %.0f events/s (wall %.1f s)",
                    events / segments, growth, heap[0], heap.last!, (rss.last! / rss[0] - 1) * 100, Double(events) / wall, wall))
+        // glibc gives each new thread its own caches: split the growth into
+        // the segments in which the process started threads and the others.
+        var held = 0.0, stepped = 0.0
+        for i in heap.indices.dropFirst() {
+            if threads[i] == threads[i - 1] { held += heap[i] - heap[i - 1] } else { stepped += heap[i] - heap[i - 1] }
+        }
+        let heldGrowth = held / heap[0] * 100
+        say(String(format: "  of which while the thread count held: %+.2f%% (%+.2f MB); in segments that started threads (%d → %d): %+.2f MB",
+                   heldGrowth, held, threads[0], threads.last!, stepped))
         _ = await controller.shutdown(grace: .zero)
         SummaryRow.print([
             SummaryRow("livememory: \(SummaryRow.grouped(Double(events))) events in simulated time (\(perChunk) a chunk), live heap after a \(SummaryRow.grouped(Double(events / segments)))-event warm-up",
                        target: "growth ≤ 5%",
-                       String(format: "%@%% (%.1f → %.1f MB); %@ events/s", SummaryRow.signed(growth), heap[0], heap.last!, SummaryRow.grouped(Double(events) / wall)),
+                       String(format: "%@%% (%.1f → %.1f MB; %@%% while the thread count held, %+.2f MB where it went %d → %d); %@ events/s",
+                              SummaryRow.signed(growth), heap[0], heap.last!, SummaryRow.signed(heldGrowth), stepped, threads[0], threads.last!, SummaryRow.grouped(Double(events) / wall)),
                        met: growth <= 5),
         ])
     }
