@@ -78,10 +78,10 @@ extension SummaryRow {
     static let internalVariables: Set<String> = [RealLinkBench.insideVariable]
 
     /// The command as run: the variables that select or change a figure
-    /// (`DEPOT_…`, `FIRSTROWS_…`, `MALLOC_ARENA_MAX`), then `depot-bench` and its arguments.
+    /// (`DEPOT_…`, `FIRSTROWS_…`, `MALLOC_ARENA_MAX`, `GLIBC_TUNABLES`), then `depot-bench` and its arguments.
     static func command(arguments: [String] = CommandLine.arguments, environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         let settings = environment
-            .filter { name, _ in (name.hasPrefix("DEPOT_") || name.hasPrefix("FIRSTROWS_") || name == "MALLOC_ARENA_MAX") && !internalVariables.contains(name) }
+            .filter { name, _ in (name.hasPrefix("DEPOT_") || name.hasPrefix("FIRSTROWS_") || name == "MALLOC_ARENA_MAX" || name == "GLIBC_TUNABLES") && !internalVariables.contains(name) }
             .sorted { $0.key < $1.key }
             .map { "\($0.key)=\($0.value)" }
         return (settings + ["depot-bench"] + arguments.dropFirst()).joined(separator: " ")
