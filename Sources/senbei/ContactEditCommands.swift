@@ -31,7 +31,7 @@ struct EditContactCommand: AsyncParsableCommand {
             value.map { (field, $0.isEmpty ? nil : $0) }
         }
         try await Session.run(options) { session in
-            let change = try await session.store("the edit of contact #\(id)") { () async throws(DepotError) in
+            let change = try await session.refusingPlainly("the edit of contact #\(id)") { () async throws(DepotError) in
                 try await session.app.editContact(id: id) { fields throws(DepotError) in
                     var edited = fields
                     for (field, value) in changes { edited = try edited.setting(field, to: value) }
@@ -53,7 +53,7 @@ struct DeleteContactCommand: AsyncParsableCommand {
 
     @MainActor func run() async throws {
         try await Session.run(options) { session in
-            let change = try await session.store("the deletion of contact #\(id)") { () async throws(DepotError) in try await session.app.deleteContact(id: id) }
+            let change = try await session.refusingPlainly("the deletion of contact #\(id)") { () async throws(DepotError) in try await session.app.deleteContact(id: id) }
             do {
                 try await session.finish(change, queued: "Deleting contact #\(id)") { _ in "Deleted contact #\(id)." }
             } catch let error as DepotError where error.code == .notFound {
@@ -128,5 +128,18 @@ struct ConflictsCommand: AsyncParsableCommand {
         await app.outbox.waitUntilIdle()
         let left = try await app.conflicts()
         if !left.isEmpty { session.print(SenbeiPresentation.conflictLines(left)) }
+    }
+}
+
+extension Session {
+    /// Queues a contact change with `make` (as ``store(_:_:)``); a change
+    /// the app refuses before queueing it (nothing to change, a contact not
+    /// on the server yet) ends the run with the app's own reason.
+    func refusingPlainly<Record>(_ what: String, _ make: () async throws(DepotError) -> QueuedChange<Record>) async throws -> QueuedChange<Record> {
+        do {
+            return try await store(what, make)
+        } catch let error as DepotError where error.code == .invalidRequest {
+            throw Failure("Not saved: " + (error.detail ?? "\(error)") + ".")
+        }
     }
 }

@@ -43,6 +43,8 @@ struct VersionedEditTests {
             var stuck: Bool
             /// A `409` is this edit's conflict (its server's way of saying so).
             var recognizes409 = false
+            /// The server's record never decodes (a server that changed its format).
+            var unreadable = false
         }
         static let typeName = "test.rename.v1"
         var payload: Payload
@@ -72,6 +74,7 @@ struct VersionedEditTests {
             return Rename(payload: payload)
         }
         func serverRecord(from response: NetworkResponse) throws -> ServerRecord<Fields> {
+            if payload.unreadable { throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not a contact")) }
             let wire = try response.decode(Wire.self)
             let version = try #require(RecordVersion(etagOf: response))
             return ServerRecord(version: version, fields: Fields(name: wire.name, email: wire.email))
@@ -214,10 +217,37 @@ struct VersionedEditTests {
     }
 }
 
+extension VersionedEditTests {
+    @Test func aConflictWhoseRecordCannotBeReadStopsItsEntryInsteadOfRetrying() async throws {
+        try await withOutbox { server, controller, outbox, tag, contact, _ in
+            try await changeEmailElsewhere(controller, to: "elsewhere@b.example")
+            var mine = contact
+            mine.name = "Renamed"
+            let edit = Rename(payload: .init(id: 1, tag: tag, base: contact, mine: mine, query: ["stale": "bare"], stuck: false, unreadable: true))
+            let answer = await (try outbox.send(edit)).outcome()
+            #expect(answer.failureCode == .decoding)
+            // Stopped, once: the bare 412 and one read of the record, no more.
+            #expect(server.currentStats.requests.filter { $0.key.hasPrefix("PATCH /contacts/") }.values.reduce(0, +) == 2)
+            let entries = try await outbox.entries()
+            #expect(entries.map(\.state) == [.failed])
+            #expect(entries.first?.lastError?.contains("cannot be read") == true)
+            #expect(try await outbox.conflicts().isEmpty)
+            // The user's change is still what the cache shows, for a retry or a discard.
+            #expect(try await outbox.store.read { db in try Contact.fetchOne(db, key: 1) }?.name == "Renamed")
+        }
+    }
+}
+
 extension Result where Failure == DepotError {
     /// The status of the server's refusal, if that is what this is.
     var failureStatus: Int? {
         if case .failure(let error) = self { return error.status }
+        return nil
+    }
+
+    /// The code of the failure, if that is what this is.
+    var failureCode: DepotError.Code? {
+        if case .failure(let error) = self { return error.code }
         return nil
     }
 }

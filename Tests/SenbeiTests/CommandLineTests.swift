@@ -235,6 +235,9 @@ struct ConflictCommandLineTests {
             let final = try await Self.senbei(["contacts", "--refresh"], server: url, folder: theirs)
             let contact = try #require(final.output.split(separator: "\n").first { $0.contains("#1 ") })
             #expect(contact.contains("both@ab.example"), "\(final.output)")
+            // An edit that changes nothing is refused in the app's words.
+            let same = try await Self.senbei(["edit-contact", "1", "--email", "both@ab.example"], server: url, folder: mine)
+            #expect(same.status == 1 && same.error == "senbei: Not saved: the edit changes nothing: contact #1 already has those values.\n", "\(same.error)")
         }
     }
 }

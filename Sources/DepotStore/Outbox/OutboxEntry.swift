@@ -21,8 +21,10 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
         let name: String
         /// Waiting to be sent, or being sent.
         public static let pending = State(name: "pending")
-        /// Stopped: its type is not registered or its payload cannot be
-        /// decoded. It blocks nothing; ``Outbox/discard(_:)`` removes it.
+        /// Stopped: its type is not registered, its payload cannot be
+        /// decoded, or (a ``VersionedEdit``) the server's record in a conflict
+        /// cannot be read. It blocks nothing; ``Outbox/retry(_:)`` puts it
+        /// back, ``Outbox/discard(_:)`` removes it.
         public static let failed = State(name: "failed")
         /// In conflict with the server's version, kept for the user: it holds
         /// back its lane until ``Outbox/resolveConflict(_:keeping:)`` or
