@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 
 /// Runs a producer (a decoder, a streaming parser) on a thread of its own and
@@ -39,7 +38,13 @@ package enum OverlappedIngest {
         consume: (Batch) throws -> Void
     ) throws {
         let pipe = ChunkPipe<Batch>(capacity: max(1, capacity))
-        DispatchQueue.global(qos: .userInitiated).async {
+        // A thread of its own, not a global queue: the producer runs for the
+        // whole payload and blocks while the pipe is full, and on Linux the
+        // global queues are the ones Swift concurrency runs its tasks on, a
+        // thread per core. Two big syncs there hold every user-initiated
+        // thread for seconds, and each task of that priority (results rounds
+        // among them) waits for them.
+        let producer = Thread {
             do {
                 try produce { batch in
                     guard pipe.put(.success(batch)) else { throw Stopped() }
@@ -49,6 +54,9 @@ package enum OverlappedIngest {
                 _ = pipe.put(.failure(error))
             }
         }
+        producer.name = "Depot.OverlappedIngest"
+        producer.qualityOfService = .userInitiated
+        producer.start()
         // Whatever happens, stop the producer and wait for it before returning.
         defer { pipe.closeAndDrain() }
         while let next = pipe.take() {

@@ -17,12 +17,12 @@ import Synchronization
 /// ```
 ///
 /// - Parameters:
-///   - timeout: How long to wait, in real time, before failing (10 s).
+///   - timeout: How long to wait, in real time, before failing (30 s).
 ///   - condition: What must hold; it must read observable properties, or
 ///     nothing tells it to look again.
 /// - Throws: ``Recorder/Failure`` when the time runs out first.
 @MainActor
-public func observed(timeout: Duration = .seconds(10), until condition: @escaping @MainActor () -> Bool) async throws(Recorder<Void>.Failure) {
+public func observed(timeout: Duration = .seconds(30), until condition: @escaping @MainActor () -> Bool) async throws(Recorder<Void>.Failure) {
     let (changes, changed) = AsyncStream.makeStream(of: Void.self)
     let recorder = Recorder(changes, timeout: timeout)
     defer { changed.finish() }
@@ -31,7 +31,7 @@ public func observed(timeout: Duration = .seconds(10), until condition: @escapin
     }
 }
 
-/// Awaits `work`, failing after `timeout` of real time if it has not
+/// Awaits `work`, failing after `timeout` of real time (30 s) if it has not
 /// returned: for a fact that is an async call returning (a lane stopping,
 /// say) whose failure would otherwise hang the test.
 ///
@@ -39,11 +39,11 @@ public func observed(timeout: Duration = .seconds(10), until condition: @escapin
 ///
 /// ```swift
 /// _ = await controller.shutdown(grace: .zero)
-/// try await completes(within: .seconds(10)) { await outbox.waitUntilIdle() }
+/// try await completes { await outbox.waitUntilIdle() }
 /// ```
 ///
 /// - Throws: ``Recorder/Failure`` when the time runs out first.
-public func completes(within timeout: Duration = .seconds(10), _ work: @escaping @Sendable () async -> Void) async throws(Recorder<Void>.Failure) {
+public func completes(within timeout: Duration = .seconds(30), _ work: @escaping @Sendable () async -> Void) async throws(Recorder<Void>.Failure) {
     let (done, finished) = AsyncStream.makeStream(of: Void.self)
     let recorder = Recorder(done, timeout: timeout)
     Task {

@@ -53,8 +53,10 @@ public final class Recorder<Element: Sendable>: Sendable {
     ///
     /// - Parameters:
     ///   - sequence: What to record; iterated from now on, in a task of its own.
-    ///   - timeout: How long a wait may take, in real time, before it fails (10 s).
-    public init<Values: AsyncSequence & Sendable>(_ sequence: Values, timeout: Duration = .seconds(10)) where Values.Element == Element {
+    ///   - timeout: How long a wait may take, in real time, before it fails
+    ///     (30 s: a whole suite run in parallel on two busy cores can keep the
+    ///     main actor, which delivers most of what is recorded, seconds behind).
+    public init<Values: AsyncSequence & Sendable>(_ sequence: Values, timeout: Duration = .seconds(30)) where Values.Element == Element {
         self.timeout = timeout
         let recording = Task { [weak self] in
             do {

@@ -210,10 +210,10 @@ public final class ScriptedTransport: Transport, Sendable {
     ///
     /// - Parameters:
     ///   - count: How many requests must have come.
-    ///   - timeout: How long to wait, in real time, before failing (10 s).
+    ///   - timeout: How long to wait, in real time, before failing (30 s).
     /// - Throws: ``Recorder/Failure`` when the time runs out first.
     @discardableResult
-    public func requests(atLeast count: Int, timeout: Duration = .seconds(10)) async throws(Recorder<Void>.Failure) -> [TransportRequest] {
+    public func requests(atLeast count: Int, timeout: Duration = .seconds(30)) async throws(Recorder<Void>.Failure) -> [TransportRequest] {
         try await wait(for: "\(count) requests", timeout: timeout) { state in
             state.exchanges.count >= count ? state.exchanges.map(\.request) : nil
         }
@@ -231,10 +231,10 @@ public final class ScriptedTransport: Transport, Sendable {
     ///
     /// - Parameters:
     ///   - count: How many requests must wait at the gate.
-    ///   - timeout: How long to wait, in real time, before failing (10 s).
+    ///   - timeout: How long to wait, in real time, before failing (30 s).
     /// - Throws: ``Recorder/Failure`` when the time runs out first.
     @discardableResult
-    public func waitingAtGate(atLeast count: Int, timeout: Duration = .seconds(10)) async throws(Recorder<Void>.Failure) -> [TransportRequest] {
+    public func waitingAtGate(atLeast count: Int, timeout: Duration = .seconds(30)) async throws(Recorder<Void>.Failure) -> [TransportRequest] {
         try await wait(for: "\(count) requests waiting at the gate", timeout: timeout) { state in
             state.atGate.count >= count ? state.waitingAtGate : nil
         }

@@ -142,7 +142,7 @@ extension OutboxTests {
             // Without the wake-up, only the grace (60 s of this clock) would end it.
             var stopped = true
             do {
-                try await completes(within: .seconds(10)) { await outbox.waitUntilIdle() }
+                try await completes { await outbox.waitUntilIdle() }
             } catch {
                 stopped = false
             }

@@ -13,7 +13,10 @@ import Testing
     @Test(.enabled(if: isEnabled, "DEPOT_FUZZ_SMOKE=0 skips the fuzz smoke run"), .timeLimit(.minutes(30)))
     func smokeRunOfEveryTargetFindsNoCrash() async throws {
         let script = Executables.root.appending(path: "Fuzz/run").path
-        let run = try await spawn("/bin/bash", [script, "--smoke"], killAfter: .seconds(28 * 60))
+        // At the lowest priority: its release build with ASan keeps both
+        // cores busy for minutes, and the rest of the suite, run beside it,
+        // waits on the main actor and on real-time guards.
+        let run = try await spawn("/usr/bin/nice", ["-n", "19", "/bin/bash", script, "--smoke"], killAfter: .seconds(28 * 60))
         let report = "Fuzz/run --smoke exited \(run.status):\n\(run.output)\n\(run.error.split(separator: "\n").suffix(30).joined(separator: "\n"))"
         #expect(run.status == 0, "\(report)")
         let lines = run.output.split(separator: "\n").map(String.init)
