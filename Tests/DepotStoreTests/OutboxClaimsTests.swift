@@ -30,16 +30,16 @@ import Testing
         let controller: NetworkController
         let outbox: Outbox
 
-        init(path: String, date: ManualDate, waitsForNetwork: Bool = true) throws {
+        init(path: String, date: ManualDate, waitsForNetwork: Bool = true, migrator: DatabaseMigrator = DatabaseMigrator(), types: [any Mutation.Type] = [CreateTask.self]) throws {
             clock = ManualClock()
             let environment = DepotEnvironment(clock: clock, date: date.provider)
-            store = try Store(path: path, environment: environment)
+            store = try Store(path: path, migrator: migrator, environment: environment)
             transport = ScriptedTransport()
             var configuration = NetworkController.Configuration(
                 baseURL: URL(string: "http://h.test")!, transport: transport, observability: .init(notificationCenter: nil), environment: environment)
             configuration.store = store
             controller = NetworkController(configuration: configuration)
-            outbox = Outbox(store: store, controller: controller, types: [CreateTask.self], waitsForNetwork: waitsForNetwork, claimDuration: .seconds(60))
+            outbox = Outbox(store: store, controller: controller, types: types, waitsForNetwork: waitsForNetwork, claimDuration: .seconds(60))
         }
 
         func quit() async throws {
@@ -56,13 +56,13 @@ import Testing
         }
     }
 
-    func withTwoSides(waitsForNetwork: Bool = true, _ body: (ManualDate, Side, Side) async throws -> Void) async throws {
+    func withTwoSides(waitsForNetwork: Bool = true, migrator: DatabaseMigrator = DatabaseMigrator(), types: [any Mutation.Type] = [CreateTask.self], _ body: (ManualDate, Side, Side) async throws -> Void) async throws {
         let folder = try temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appending(path: "shared.sqlite").path
         let date = ManualDate()
-        let one = try Side(path: path, date: date, waitsForNetwork: waitsForNetwork)
-        let two = try Side(path: path, date: date, waitsForNetwork: waitsForNetwork)
+        let one = try Side(path: path, date: date, waitsForNetwork: waitsForNetwork, migrator: migrator, types: types)
+        let two = try Side(path: path, date: date, waitsForNetwork: waitsForNetwork, migrator: migrator, types: types)
         try await body(date, one, two)
         try await one.quit()
         try await two.quit()
@@ -190,6 +190,40 @@ import Testing
             one.clock.advance(by: .seconds(60))
             #expect(try await ticket.outcome().get().status == 201)
             #expect(one.transport.requests.count == 2)
+        }
+    }
+
+    /// A conflict's read of the server's record that outlasts the claim
+    /// settles nothing: the other outbox took the edit over meanwhile and
+    /// sent it, and the late answer neither overwrites the cached record nor
+    /// sends the edit again.
+    @Test func aConflictReadThatOutlastsItsClaimSettlesNothing() async throws {
+        typealias Rename = VersionedEditTests.Rename
+        try await withTwoSides(migrator: VersionedEditTests.migrator, types: [Rename.self]) { date, one, two in
+            try await one.store.write { db in try VersionedEditTests.Contact(id: 1, name: "Ann", email: nil).insert(db) }
+            // One meets a bare 412, and its read of the record waits at the gate.
+            let record = #"{"id":1,"name":"Ann","email":"ann@example.com"}"#
+            one.transport.respond(to: "/contacts/1", with: .status(412), ScriptedTransport.Answer.status(200, headers: ["ETag": "\"v2\""], body: Data(record.utf8)).gated)
+            two.transport.respond(to: "/contacts/1", with: .status(200, headers: ["ETag": "\"v3\""], body: Data(#"{"id":1,"name":"Bo","email":null}"#.utf8)))
+            let base = Rename.Fields(name: "Ann", email: nil)
+            _ = try await one.outbox.send(Rename(payload: .init(id: 1, tag: "v1", base: base, mine: .init(name: "Bo", email: nil), query: [:], stuck: false)))
+            _ = try await one.transport.waitingAtGate(atLeast: 1)
+
+            // Meanwhile the claim expires, and the other outbox sends the edit.
+            date.advance(by: 61)
+            try await two.outbox.start()
+            try await completes { await two.outbox.waitUntilIdle() }
+            #expect(two.transport.requests.map(\.method) == [.patch])
+            #expect(try await two.outbox.entries().isEmpty)
+
+            // The late answer comes: nothing is written, nothing more is sent.
+            one.transport.openGate()
+            try await completes { await one.outbox.waitUntilIdle() }
+            #expect(one.transport.requests.map(\.method) == [.patch, .get])
+            let cached = try await one.store.read { db in try VersionedEditTests.Contact.fetchOne(db, key: 1) }
+            #expect(cached?.name == "Bo")
+            #expect(cached?.email == nil, "the late read's record was written over the other's commit")
+            #expect(try await one.outbox.conflicts().isEmpty)
         }
     }
 }
