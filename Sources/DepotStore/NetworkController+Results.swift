@@ -122,7 +122,8 @@ extension NetworkController {
         refresh: @escaping ResultsDiff.Refresh<Record>,
         operation: Operation,
         policy: CachePolicy,
-        firstRows: [Record]? = nil
+        firstRows: [Record]? = nil,
+        refreshes: Bool = true
     ) throws(DepotError) -> ResultsController<Record> {
         let store = try requireStore()
         let status = try SyncStatus(refreshing: operation, with: self, policy: policy)
@@ -146,7 +147,7 @@ extension NetworkController {
                 }
             }
         }
-        results.refreshTask = Task { @MainActor in await status.refresh(force: true) }
+        if refreshes { results.refreshTask = Task { @MainActor in await status.refresh(force: true) } }
         return results
     }
 }

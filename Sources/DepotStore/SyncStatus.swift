@@ -362,6 +362,11 @@ public final class SyncStatus {
         publish()
     }
 
+    /// Reads the ledger's entry now, as a commit would have it delivered.
+    func reloadLedger() async {
+        if let entry = try? await store.ledger.entry(for: key) { apply(entry) }
+    }
+
     /// The resource was invalidated while this status lives (its results are
     /// on screen): refresh now, or after the refresh that is running. However
     /// many invalidations arrive meanwhile, that is one refresh.

@@ -354,6 +354,49 @@ import Testing
         }
     }
 
+    /// A value that no longer decodes is marked stale without waiting for
+    /// the writer: `value(for:)` returns on the main actor while another
+    /// write holds the store (a big sync, say), and the refetch follows, once.
+    /// (It wrote the mark on the main actor and waited for that write.)
+    @Test func aMissIsMarkedStaleWithoutWaitingForTheWriter() async throws {
+        try await withSetup { setup in
+            let store = try setup.store()
+            let transport = FixtureTransport([
+                "/profile": try Self.json(Profile(name: "Ann", tags: ["a"])),
+                "/profile/v2": try Self.json(ProfileV2(displayName: "Ann B.")),
+            ])
+            let controller = setup.controller(transport, store: store)
+            _ = try await controller.perform(FetchProfile())
+
+            // A write holds the writer until released (or 20 s, so that a
+            // failing run does not hang).
+            let release = DispatchSemaphore(value: 0)
+            let ended = Counter()
+            let (entered, enter) = AsyncStream.makeStream(of: Void.self)
+            let holding = Task {
+                try await store.write { db in
+                    try db.execute(sql: "CREATE TABLE IF NOT EXISTS busy (x)")
+                    enter.yield()
+                    _ = release.wait(timeout: .now() + 20)
+                    ended.increment()
+                }
+            }
+            for await _ in entered { break }
+
+            let v2 = try controller.value(for: FetchProfileV2())
+            #expect(ended.value == 0, "value(for:) waited for the write to end")
+            #expect(v2.value == nil)
+            #expect(v2.error?.code == .decoding)
+            release.signal()
+            try await holding.value
+
+            try await observed { v2.value != nil && !v2.syncStatus.isSyncing }
+            #expect(v2.value == ProfileV2(displayName: "Ann B."))
+            _ = await controller.shutdown(grace: .zero)
+            #expect(transport.requests.map(\.url.path) == ["/profile", "/profile/v2"])
+        }
+    }
+
     // MARK: - Optimistic writes
 
     @Test func anOptimisticChangeShowsStaysOnTopOfRefreshesAndCommits() async throws {

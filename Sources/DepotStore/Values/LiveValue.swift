@@ -153,13 +153,6 @@ extension NetworkController {
         } catch {
             throw DepotError.storage(error, detail: "cannot read the cached value of \(key)")
         }
-        if isUnknownMiss {
-            do {
-                _ = try store.writer.write { db in try SyncLedger.invalidate([.key(key)], in: db) }
-            } catch {
-                throw DepotError.storage(error, detail: "cannot mark the cached value of \(key) stale")
-            }
-        }
         // The row just read is the results' first snapshot: a second fetch
         // would decode the whole value again on the main actor.
         let results = try makeResults(
@@ -167,9 +160,26 @@ extension NetworkController {
             refresh: ResultsDiff.refresh(sectionKey: nil),
             operation: operation,
             policy: policy,
-            firstRows: stored.map { [$0] } ?? [])
+            firstRows: stored.map { [$0] } ?? [],
+            refreshes: !isUnknownMiss)
         guard let status = results.syncStatus else {
             throw DepotError(.storage, detail: "no sync status for \(operation.cacheKey)")
+        }
+        if isUnknownMiss {
+            // Marked stale off the main actor: a write here would wait, on the
+            // main thread, for the transaction the writer runs now (a big sync
+            // takes seconds). The invalidation, which this status sees as a
+            // new one, then refreshes as the policy says.
+            results.refreshTask = Task { @MainActor in
+                do {
+                    _ = try await store.write { db in try SyncLedger.invalidate([.key(key)], in: db) }
+                    await status.reloadLedger()
+                    await status.refresh()
+                } catch {
+                    // Not marked (a full disk): refetch all the same, unless the policy says never.
+                    if policy != .cacheOnly { await status.refresh(force: true) }
+                }
+            }
         }
         return LiveValue(results: results, syncStatus: status)
     }
