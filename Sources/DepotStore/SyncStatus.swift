@@ -97,6 +97,15 @@ public final class SyncStatus {
     @ObservationIgnored private var seenInvalidations = 0
     /// An invalidation arrived while a refresh ran: refresh once more after it.
     @ObservationIgnored private var refreshesAgain = false
+    /// The stored value is a miss (``markStale()``): stale, and needing a
+    /// refresh under every policy but `.cacheOnly`, until a sync succeeds.
+    @ObservationIgnored private var isMiss = false
+    /// Invalidations this status wrote itself and has not seen in the ledger
+    /// yet: they refresh nothing by themselves.
+    @ObservationIgnored private var ownInvalidations = 0
+    /// The write of ``markStale()``'s mark: a refresh waits for it, so that
+    /// its sync clears the mark instead of coming before it.
+    @ObservationIgnored private var marking: Task<Void, Never>?
     /// The ledger entry last read: the policy decides by it.
     @ObservationIgnored private var entry: SyncLedger.Entry?
     /// The last refresh's failure when the ledger could not record it (a
@@ -167,7 +176,8 @@ public final class SyncStatus {
 
     /// What the policy asks for now.
     private var refreshNeed: CacheRefresh {
-        policy.refresh(for: entry, now: store.currentDate())
+        if isMiss, policy != .cacheOnly { return .needed }
+        return policy.refresh(for: entry, now: store.currentDate())
     }
 
     isolated deinit {
@@ -211,6 +221,7 @@ public final class SyncStatus {
     private func startRefresh() -> Task<Void, Never> {
         setSyncing(true)
         let task = Task { @MainActor in
+            await self.marking?.value
             var failure: DepotError?
             var recorded = true
             let store = self.store
@@ -232,6 +243,7 @@ public final class SyncStatus {
             } else {
                 self.unrecordedError = nil
             }
+            if failure == nil { self.isMiss = false }
             // Read back what the operation (or the failure) wrote, so the caller
             // sees it as soon as this returns.
             if let entry = try? await self.store.ledger.entry(for: self.key) {
@@ -348,13 +360,16 @@ public final class SyncStatus {
     private func apply(_ entry: SyncLedger.Entry?) {
         self.entry = entry
         if let entry, entry.invalidations > seenInvalidations {
+            let new = entry.invalidations - seenInvalidations
+            let own = min(new, ownInvalidations)
+            ownInvalidations -= own
             seenInvalidations = entry.invalidations
-            refreshAfterInvalidation()
+            if new > own { refreshAfterInvalidation() }
         }
         let synced = entry?.lastSynced
         // A skipped event's error stays until the ledger records another one.
         let error = unrecordedError ?? entry?.lastError ?? (skippedEvents > 0 ? lastError : nil)
-        let stale = entry?.isStale ?? false
+        let stale = (entry?.isStale ?? false) || isMiss
         guard synced != lastSynced || error != lastError || stale != isStale else { return }
         lastSynced = synced
         lastError = error
@@ -362,9 +377,26 @@ public final class SyncStatus {
         publish()
     }
 
-    /// Reads the ledger's entry now, as a commit would have it delivered.
-    func reloadLedger() async {
-        if let entry = try? await store.ledger.entry(for: key) { apply(entry) }
+    /// Marks the key stale in the ledger, from a task, not on the main
+    /// thread: the stored value is a miss (it no longer decodes, or the
+    /// ledger's sync left none). The status is stale at once, and needs a
+    /// refresh under every policy but `.cacheOnly` until a sync succeeds; a
+    /// refresh waits for the mark, and the mark refreshes nothing by itself.
+    func markStale() {
+        isMiss = true
+        ownInvalidations += 1
+        apply(entry)
+        let (store, key, previous) = (store, key, marking)
+        marking = Task { @MainActor in
+            await previous?.value
+            do {
+                _ = try await store.write { db in try SyncLedger.invalidate([.key(key)], in: db) }
+            } catch {
+                // Not written (a full disk): the miss still needs its refresh.
+                self.ownInvalidations -= 1
+            }
+            if let entry = try? await store.ledger.entry(for: key) { self.apply(entry) }
+        }
     }
 
     /// The resource was invalidated while this status lives (its results are

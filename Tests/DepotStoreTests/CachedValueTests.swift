@@ -356,9 +356,11 @@ import Testing
 
     /// A value that no longer decodes is marked stale without waiting for
     /// the writer: `value(for:)` returns on the main actor while another
-    /// write holds the store (a big sync, say), and the refetch follows, once.
-    /// (It wrote the mark on the main actor and waited for that write.)
-    @Test func aMissIsMarkedStaleWithoutWaitingForTheWriter() async throws {
+    /// write holds the store (a big sync, say). The status is stale at once,
+    /// and a refresh asked for before the mark is written still fetches
+    /// once. (The mark was a write on the main actor, which waited.)
+    @Test(arguments: [CachePolicy.cacheThenNetwork, .cacheFirst(maxAge: .seconds(86_400))])
+    func aMissIsMarkedStaleWithoutWaitingForTheWriter(policy: CachePolicy) async throws {
         try await withSetup { setup in
             let store = try setup.store()
             let transport = FixtureTransport([
@@ -383,14 +385,19 @@ import Testing
             }
             for await _ in entered { break }
 
-            let v2 = try controller.value(for: FetchProfileV2())
+            let v2 = try controller.value(for: FetchProfileV2(), policy: policy)
             #expect(ended.value == 0, "value(for:) waited for the write to end")
             #expect(v2.value == nil)
             #expect(v2.error?.code == .decoding)
+            #expect(v2.syncStatus.isStale)
+            #expect(v2.syncStatus.needsRefresh)
+            // A pull to refresh before the mark is written joins the refetch.
+            let pulled = Task { await v2.syncStatus.refresh() }
             release.signal()
             try await holding.value
+            await pulled.value
 
-            try await observed { v2.value != nil && !v2.syncStatus.isSyncing }
+            try await observed { v2.value != nil && !v2.syncStatus.isSyncing && !v2.syncStatus.isStale }
             #expect(v2.value == ProfileV2(displayName: "Ann B."))
             _ = await controller.shutdown(grace: .zero)
             #expect(transport.requests.map(\.url.path) == ["/profile", "/profile/v2"])

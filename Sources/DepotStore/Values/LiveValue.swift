@@ -168,17 +168,10 @@ extension NetworkController {
         if isUnknownMiss {
             // Marked stale off the main actor: a write here would wait, on the
             // main thread, for the transaction the writer runs now (a big sync
-            // takes seconds). The invalidation, which this status sees as a
-            // new one, then refreshes as the policy says.
-            results.refreshTask = Task { @MainActor in
-                do {
-                    _ = try await store.write { db in try SyncLedger.invalidate([.key(key)], in: db) }
-                    await status.reloadLedger()
-                    await status.refresh()
-                } catch {
-                    // Not marked (a full disk): refetch all the same, unless the policy says never.
-                    if policy != .cacheOnly { await status.refresh(force: true) }
-                }
+            // takes seconds).
+            status.markStale()
+            if policy != .cacheOnly {
+                results.refreshTask = Task { @MainActor in await status.refresh(force: true) }
             }
         }
         return LiveValue(results: results, syncStatus: status)
