@@ -93,8 +93,10 @@ final class ChunkPipe<Chunk>: @unchecked Sendable {
         case nil, .failure?: producerDone = true
         case .success?: break
         }
+        // Closed: the producer stops, and is done only once `produce` has
+        // returned (its last item, `nil` or a failure, says so), so that
+        // nothing it holds is still in use when `run` returns.
         guard !closed else {
-            producerDone = true
             condition.broadcast()
             return false
         }

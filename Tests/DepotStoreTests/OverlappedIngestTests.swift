@@ -11,7 +11,7 @@ import Testing
     /// while the pool grew a thread at a time: past the time limit.)
     @Test(.timeLimit(.minutes(1)))
     func waitingProducersDoNotHoldUpTasks() async throws {
-        let producers = WaitingProducers(count: 64)
+        let producers = WaitingProducers(count: max(64, 8 * ProcessInfo.processInfo.activeProcessorCount))
         async let outcomes: [Bool] = withTaskGroup(of: Bool.self) { group in
             for _ in 0..<producers.count {
                 group.addTask { await producers.ingest() }
@@ -24,6 +24,30 @@ import Testing
         let released = await outcomes
         #expect(released.count == producers.count)
         #expect(released.allSatisfy { $0 }, "a producer gave up waiting: the task could not run while they waited")
+    }
+
+    /// When the consumer stops early (a write fails), `run` returns only once
+    /// `produce` has returned: whatever the producer holds (a streamed body's
+    /// file, a parser) is no longer in use. (It returned as soon as the
+    /// producer was told to stop, while it was still unwinding.)
+    @Test func runReturnsAfterTheProducerHasReturned() throws {
+        struct WriteFailed: Error {}
+        let exited = Mutex(false)
+        #expect(throws: WriteFailed.self) {
+            try OverlappedIngest.run(produce: { yield in
+                defer {
+                    // Still busy after being told to stop (1 s at most: a
+                    // fixed run waits for it, so nothing may wait on the caller).
+                    let busy = NSCondition()
+                    busy.lock()
+                    _ = busy.wait(until: Date(timeIntervalSinceNow: 1))
+                    busy.unlock()
+                    exited.withLock { $0 = true }
+                }
+                while true { try yield(1) }
+            }, consume: { (_: Int) in throw WriteFailed() })
+        }
+        #expect(exited.withLock { $0 }, "run returned while the producer was still running")
     }
 
     /// Ingests on threads of the test's own, whose producers wait until released.
