@@ -326,15 +326,22 @@ import Testing
 
     // MARK: - Schema evolution
 
+    /// A store holding a `Profile`, and a controller whose server answers
+    /// `/profile/v2` with a `ProfileV2`: the next app version's first launch.
+    static func profileCachedByAnEarlierVersion(_ setup: Setup) async throws -> (Store, FixtureTransport, NetworkController) {
+        let store = try setup.store()
+        let transport = FixtureTransport([
+            "/profile": try json(Profile(name: "Ann", tags: ["a"])),
+            "/profile/v2": try json(ProfileV2(displayName: "Ann B.")),
+        ])
+        let controller = setup.controller(transport, store: store)
+        _ = try await controller.perform(FetchProfile())
+        return (store, transport, controller)
+    }
+
     @Test func aStoredValueThatNoLongerDecodesIsAMissAndIsRefetched() async throws {
         try await withSetup { setup in
-            let store = try setup.store()
-            let transport = FixtureTransport([
-                "/profile": try Self.json(Profile(name: "Ann", tags: ["a"])),
-                "/profile/v2": try Self.json(ProfileV2(displayName: "Ann B.")),
-            ])
-            let controller = setup.controller(transport, store: store)
-            _ = try await controller.perform(FetchProfile())
+            let (store, transport, controller) = try await Self.profileCachedByAnEarlierVersion(setup)
 
             // The next app version: the stored Profile is no ProfileV2.
             let v2 = try controller.value(for: FetchProfileV2(), policy: .cacheFirst(maxAge: .seconds(86_400)))
@@ -362,13 +369,7 @@ import Testing
     @Test(arguments: [CachePolicy.cacheThenNetwork, .cacheFirst(maxAge: .seconds(86_400))])
     func aMissIsMarkedStaleWithoutWaitingForTheWriter(policy: CachePolicy) async throws {
         try await withSetup { setup in
-            let store = try setup.store()
-            let transport = FixtureTransport([
-                "/profile": try Self.json(Profile(name: "Ann", tags: ["a"])),
-                "/profile/v2": try Self.json(ProfileV2(displayName: "Ann B.")),
-            ])
-            let controller = setup.controller(transport, store: store)
-            _ = try await controller.perform(FetchProfile())
+            let (store, transport, controller) = try await Self.profileCachedByAnEarlierVersion(setup)
 
             // A write holds the writer until released (or 20 s, so that a
             // failing run does not hang).
