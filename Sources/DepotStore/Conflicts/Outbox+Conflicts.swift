@@ -35,19 +35,12 @@ extension Outbox {
                     theirs = record
                     carrier = answer
                 case .failure(let error):
-                    if claimWasLost(key) { return .claimLost }
-                    switch error.code {
-                    case .cancelled, .shutDown:
-                        return .stop
-                    case .offline, .connectionLost, .timedOut, .transport, .server:
-                        return .again(error)
-                    default:
-                        // The server's record cannot be had (its answer does not
-                        // decode, or the read is refused): asking again would
-                        // not change that. The entry stops, blocking nothing,
-                        // with its optimistic change, for a retry or a discard.
-                        return await fail(entry, error, because: "the server refused it as a conflict, and its current record cannot be read: \(error)")
-                    }
+                    if let passing = passingDisposition(of: error, key: key) { return passing }
+                    // The server's record cannot be had (its answer does not
+                    // decode, or the read is refused): asking again would not
+                    // change that. The entry stops, blocking nothing, with its
+                    // optimistic change, for a retry or a discard.
+                    return await fail(entry, error, because: "the server refused it as a conflict, and its current record cannot be read: \(error)")
                 }
             }
         }

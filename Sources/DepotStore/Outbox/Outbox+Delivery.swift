@@ -197,6 +197,18 @@ extension Outbox {
     /// one leaves its entry pending, to be sent again.
     static let passingProblems: Set<DepotError.StorageProblem> = [.diskFull, .locked, .readOnly, .noPermission]
 
+    /// What a request that got no answer to judge decides, whatever the
+    /// mutation: the claim was lost meanwhile, the outbox stops, or the
+    /// network failed and the entry goes again later. `nil`: the caller decides.
+    func passingDisposition(of error: DepotError, key: Int64) -> Disposition? {
+        if claimWasLost(key) { return .claimLost }
+        switch error.code {
+        case .cancelled, .shutDown: return .stop
+        case .offline, .connectionLost, .timedOut, .transport, .server: return .again(error)
+        default: return nil
+        }
+    }
+
     /// One attempt for one entry, and what its answer decides.
     private func deliver<M: Mutation>(_ mutation: M, entry: OutboxEntry) async -> Disposition {
         let key = entry.id.rawValue
@@ -204,17 +216,9 @@ extension Outbox {
         do {
             response = try await attempt(mutation, entry: entry).get()
         } catch {
-            if claimWasLost(key) { return .claimLost }
-            switch error.code {
-            case .cancelled, .shutDown:
-                return .stop
-            case .offline, .connectionLost, .timedOut, .transport, .server:
-                return .again(error)
-            case .unauthorized:
-                return .held
-            default:
-                return await rollBack(mutation, key: key, error: error)
-            }
+            if let passing = passingDisposition(of: error, key: key) { return passing }
+            if error.code == .unauthorized { return .held }
+            return await rollBack(mutation, key: key, error: error)
         }
         let status = response.status
         if (200..<300).contains(status) {
