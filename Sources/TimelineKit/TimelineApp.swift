@@ -52,15 +52,6 @@ public final class TimelineApp {
         public var state: State
     }
 
-    /// How a timeline client should measure its link: samples from 8 KB bodies,
-    /// two samples in a row to change class.
-    ///
-    /// The default (16 KB bodies, link samples of 64 KB, three in a row) suits
-    /// feeds and downloads. A timeline mostly moves 20 KB avatars three at a
-    /// time: on EDGE that is one 60 KB sample every 4 s, and images would be
-    /// paused only after about 19 s. With this, it takes about 9 s.
-    nonisolated public static let monitorConfiguration = ConnectionMonitor.Configuration(minimumMeasurableBytes: 8 * 1024, samplesToChange: 2)
-
     /// What a timeline client should hold back on a poor link: pause images,
     /// drop nothing.
     ///

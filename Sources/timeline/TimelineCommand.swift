@@ -130,7 +130,6 @@ struct TimelineCommand: AsyncParsableCommand {
         var configuration = NetworkController.Configuration(baseURL: base, transport: ExampleSupport.liveTransport(), observability: .init(notificationCenter: nil))
         configuration.store = store
         configuration.observability.trace = recorder
-        configuration.conditions.monitor = TimelineApp.monitorConfiguration
         configuration.conditions.rules = TimelineApp.qualityRules
         if post != nil || once || (!Terminal.isInteractive && !follow) { configuration.limits.longestTransfer = ExampleSupport.oneShotTransferLimit }
         let controller = NetworkController(configuration: configuration)

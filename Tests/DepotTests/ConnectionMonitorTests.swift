@@ -65,6 +65,14 @@ import Testing
         #expect(monitor.rtt == .milliseconds(200))
     }
 
+    /// The default minimum measures an 8 KB image on its own.
+    @Test func anImageOf8KBFeedsTheBandwidth() throws {
+        var monitor = ConnectionMonitor()
+        _ = monitor.handle(.transfer(sample(bitsPerSecond: 120_000, bytes: 8 * 1024)), at: .seconds(1))
+        #expect(monitor.bandwidthSampleCount == 1)
+        #expect(abs(try #require(monitor.bandwidth) - 120_000) < 1)
+    }
+
     @Test func bandwidthIsAMovingAverage() throws {
         var monitor = ConnectionMonitor(configuration: .init(bandwidthWeight: 0.5))
         _ = monitor.handle(.transfer(sample(bitsPerSecond: 1_000_000)), at: .seconds(1))

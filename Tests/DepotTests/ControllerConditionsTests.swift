@@ -150,7 +150,7 @@ struct ControllerConditionsTests {
         #expect(bandwidth >= 900_000, "the monitor read \(Int(bandwidth)) bit/s of a 1 Mbit/s link")
     }
 
-    /// A link sample needs 64 KB over at least 25 ms of busy link. With
+    /// A link sample needs 32 KB over at least 25 ms of busy link. With
     /// 100 ms, a fast link's first estimate came only at 160 ms: its busy
     /// spells are short, and until then images came in blind 8 KB ranges
     /// (150 requests for 100 images in `depot-bench conditions`).
@@ -259,7 +259,7 @@ struct ControllerConditionsTests {
 
     /// A fast link that the controller believes moderate (a limit of 2), with
     /// only small bodies to fetch: 1,000 feeds of 3 KB, each under the monitor's
-    /// 16 KB minimum, ahead of 20 low-priority images that cannot start while
+    /// 8 KB minimum, ahead of 20 low-priority images that cannot start while
     /// feeds are queued. Small transfers together still measure the link, so the
     /// quality rises long before the feeds run out (it used to stay moderate
     /// until the last feed, the soak's "stuck at moderate").

@@ -21,7 +21,6 @@ struct ServerTests {
     static func controller(for server: DemoServer) throws -> NetworkController {
         var configuration = NetworkController.Configuration(baseURL: server.baseURL, transport: AsyncHTTPClientTransport(), observability: .init(notificationCenter: nil))
         configuration.store = try StoreFixtures.temporaryStore(migrator: TimelineSchema.migrator)
-        configuration.conditions.monitor = TimelineApp.monitorConfiguration
         configuration.conditions.rules = TimelineApp.qualityRules
         return NetworkController(configuration: configuration)
     }

@@ -35,6 +35,8 @@ struct SimulatedLinkTests {
         #expect(controller.connectionSnapshot.concurrencyLimit == 1)
         #expect(controller.pausedCategories.contains(.images))
         let pausedAt = harness.clock.elapsed
+        // The monitor's defaults measure 20 KB avatars: 9.3 s (16 s with 16 KB samples).
+        #expect(pausedAt < .seconds(10), "images paused at \(pausedAt)")
         #expect(try harness.cachedAvatars().count < 12, "some avatars were still waiting when images paused")
 
         // A post still goes out at once, ahead of the waiting avatars.

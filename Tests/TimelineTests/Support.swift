@@ -40,7 +40,6 @@ struct SimulatedTimeline {
         var configuration = NetworkController.Configuration(baseURL: Self.base, transport: simulator, observability: .init(notificationCenter: nil), environment: .init(clock: clock))
         configuration.store = store
         configuration.observability.trace = trace
-        configuration.conditions.monitor = TimelineApp.monitorConfiguration
         configuration.conditions.rules = TimelineApp.qualityRules
         configuration.environment.seed = 7
         controller = NetworkController(configuration: configuration)
