@@ -4,7 +4,7 @@ import Testing
 @Suite struct ConcurrencyPolicyTests {
     @Test func defaultMapsEachQuality() {
         let policy = ConcurrencyPolicy.default
-        #expect(ConnectionQuality.allCases.map(policy.limit(for:)) == [0, 1, 2, 4, 6])
+        #expect(ConnectionQuality.allCases.map(policy.limit(for:)) == [0, 1, 3, 4, 6])
     }
 
     @Test func fixedIsZeroOnlyOffline() {

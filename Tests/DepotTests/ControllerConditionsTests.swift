@@ -257,7 +257,7 @@ struct ControllerConditionsTests {
         #expect(kinds.contains("quality poor") && kinds.contains("paused images") && kinds.contains("resumed images"), "\(kinds)")
     }
 
-    /// A fast link that the controller believes moderate (a limit of 2), with
+    /// A fast link that the controller believes moderate (a limit of 3), with
     /// only small bodies to fetch: 1,000 feeds of 3 KB, each under the monitor's
     /// 8 KB minimum, ahead of 20 low-priority images that cannot start while
     /// feeds are queued. Small transfers together still measure the link, so the
@@ -270,7 +270,7 @@ struct ControllerConditionsTests {
             chunkSize: 1_460,   // a TCP segment: a 3 KB body arrives in three chunks
             configure: { $0.conditions.monitor = ConnectionMonitor.Configuration(initialQuality: .moderate) })
         let controller = harness.controller
-        #expect(controller.concurrencyLimit == 2)
+        #expect(controller.concurrencyLimit == 3)
         let feeds = (0..<1_000).map { controller.enqueue(SimGet(path: "feed/\($0)")) }
         let images = (0..<20).map { controller.enqueue(SimGet(path: "image/\($0)", priority: .low, category: .images)) }
         try await harness.run(until: { controller.quality >= .good || feeds.allSatisfy(\.isFinished) })

@@ -87,7 +87,7 @@ extension NetworkController {
         /// How much may run at once, and how large and how long one transfer may be.
         public struct Limits: Sendable {
             /// How many transfers may run at once, as the connection quality changes.
-            /// Default: ``ConcurrencyPolicy/default`` (offline 0, poor 1, moderate 2,
+            /// Default: ``ConcurrencyPolicy/default`` (offline 0, poor 1, moderate 3,
             /// good 4, excellent 6). A fixed limit is `.fixed(n)`. The limit in
             /// force is ``NetworkController/concurrencyLimit`` (read-only).
             public var concurrency: ConcurrencyPolicy
