@@ -45,6 +45,8 @@ struct VersionedEditTests {
             var recognizes409 = false
             /// The server's record never decodes (a server that changed its format).
             var unreadable = false
+            /// Where the record is read after a bare 412 (default: the contact).
+            var readPath: String?
         }
         static let typeName = "test.rename.v1"
         var payload: Payload
@@ -60,7 +62,7 @@ struct VersionedEditTests {
             request.query = payload.query.map { URLQueryItem(name: $0.key, value: $0.value) }
             return request
         }
-        var currentRequest: NetworkRequest { .get("contacts/\(payload.id)") }
+        var currentRequest: NetworkRequest { .get(payload.readPath ?? "contacts/\(payload.id)") }
 
         func conflict(in response: NetworkResponse) -> EditConflictKind? {
             if payload.recognizes409, response.status == 409 { return .changed }
@@ -111,13 +113,14 @@ struct VersionedEditTests {
     }
 
     /// Runs `body` with an outbox on a fresh store, contact 1 cached with its tag.
-    func withOutbox(_ body: (DemoServer, NetworkController, Outbox, _ tag: String, _ contact: Rename.Fields, NotificationCenter) async throws -> Void) async throws {
+    /// `adapters` run before the server's credentials are added.
+    func withOutbox(adapters: [any RequestAdapter] = [], _ body: (DemoServer, NetworkController, Outbox, _ tag: String, _ contact: Rename.Fields, NotificationCenter) async throws -> Void) async throws {
         try await DemoServer.withRunning(.init(seed: 7)) { server in
             try await StoreFixtures.withStore(migrator: Self.migrator) { store in
                 let center = NotificationCenter()
                 var configuration = NetworkController.Configuration(
                     baseURL: server.baseURL, transport: AsyncHTTPClientTransport(),
-                    adapters: [Credentials.basic(username: "admin", password: "secret", for: server.baseURL)],
+                    adapters: adapters + [Credentials.basic(username: "admin", password: "secret", for: server.baseURL)],
                     observability: .init(notificationCenter: center))
                 configuration.store = store
                 let controller = NetworkController(configuration: configuration)
@@ -233,6 +236,74 @@ extension VersionedEditTests {
             #expect(entries.first?.lastError?.contains("cannot be read") == true)
             #expect(try await outbox.conflicts().isEmpty)
             // The user's change is still what the cache shows, for a retry or a discard.
+            #expect(try await outbox.store.read { db in try Contact.fetchOne(db, key: 1) }?.name == "Renamed")
+        }
+    }
+}
+
+/// Sends the first read of a contact, once armed, with credentials the server
+/// refuses: a sign-in that lapsed between an edit's 412 and the read of the
+/// record. (`Credentials` leaves a request that has its own `Authorization`.)
+final class LapsedSignIn: RequestAdapter {
+    private let armed = Mutex(false)
+
+    func arm() { armed.withLock { $0 = true } }
+
+    func adapt(_ request: inout TransportRequest) async throws {
+        guard request.method == .get, request.url.path.hasPrefix("/contacts/"), armed.withLock({ armed in
+            defer { armed = false }
+            return armed
+        }) else { return }
+        request.headers["Authorization"] = "Basic \(Data("admin:expired".utf8).base64EncodedString())"
+    }
+}
+
+extension VersionedEditTests {
+    /// A 401 on the read that a bare 412 calls for holds the lane, as a 401
+    /// on the edit itself does: the edit is neither failed nor rolled back,
+    /// and goes through (merged) once credentials are back.
+    @Test func aSignInRefusedWhileReadingTheServersRecordHoldsTheLane() async throws {
+        let lapsed = LapsedSignIn()
+        try await withOutbox(adapters: [lapsed]) { server, controller, outbox, tag, contact, _ in
+            try await changeEmailElsewhere(controller, to: "elsewhere@b.example")
+            lapsed.arm()
+            var mine = contact
+            mine.name = "Renamed"
+            let changes = outbox.changes()
+            let ticket = try await outbox.send(Rename(payload: .init(id: 1, tag: tag, base: contact, mine: mine, query: ["stale": "bare"], stuck: false)))
+            var stoppedAt: OutboxChange.Step?
+            for await change in changes where change.entry == ticket.id.rawValue {
+                if let step = change.step, [.held, .failed, .rolledBack, .committed].contains(step) {
+                    stoppedAt = step
+                    break
+                }
+            }
+            #expect(stoppedAt == .held)
+            #expect(try await outbox.entries().map(\.state) == [.pending])
+            #expect(try await outbox.snapshot().heldLanes == ["contact 1"])
+            #expect(try await outbox.store.read { db in try Contact.fetchOne(db, key: 1) }?.name == "Renamed")
+
+            await outbox.resumeHeld()
+            let answer = try await ticket.outcome().get()
+            #expect(answer.status == 200)
+            let cached = try await outbox.store.read { db in try Contact.fetchOne(db, key: 1) }
+            #expect(cached?.name == "Renamed" && cached?.email == "elsewhere@b.example")
+            #expect(server.currentStats.requests.filter { $0.key.hasPrefix("PATCH /contacts/") }.values.reduce(0, +) >= 3)
+        }
+    }
+
+    /// A 403 to that read is no lapsed sign-in: the entry stops as failed,
+    /// blocking nothing, its change kept for a retry or a discard.
+    @Test func aForbiddenReadOfTheServersRecordStopsItsEntry() async throws {
+        try await withOutbox { _, controller, outbox, tag, contact, _ in
+            try await changeEmailElsewhere(controller, to: "elsewhere@b.example")
+            var mine = contact
+            mine.name = "Renamed"
+            let edit = Rename(payload: .init(id: 1, tag: tag, base: contact, mine: mine, query: ["stale": "bare"], stuck: false, readPath: "faults/status/403"))
+            let answer = await (try outbox.send(edit)).outcome()
+            #expect(answer.failureStatus == 403)
+            #expect(try await outbox.entries().map(\.state) == [.failed])
+            #expect(try await outbox.snapshot().heldLanes.isEmpty)
             #expect(try await outbox.store.read { db in try Contact.fetchOne(db, key: 1) }?.name == "Renamed")
         }
     }

@@ -36,10 +36,14 @@ extension Outbox {
                     carrier = answer
                 case .failure(let error):
                     if let passing = passingDisposition(of: error, key: key) { return passing }
+                    // Signed out (a 401, or a sign-in refused): the lane
+                    // waits for new credentials, as when the edit itself
+                    // meets one, and the edit goes again with them.
+                    if error.code == .unauthorized, error.status != 403 { return .held }
                     // The server's record cannot be had (its answer does not
-                    // decode, or the read is refused): asking again would not
-                    // change that. The entry stops, blocking nothing, with its
-                    // optimistic change, for a retry or a discard.
+                    // decode, or the read is forbidden): asking again would
+                    // not change that. The entry stops, blocking nothing, with
+                    // its optimistic change, for a retry or a discard.
                     return await fail(entry, error, because: "the server refused it as a conflict, and its current record cannot be read: \(error)")
                 }
             }

@@ -18,7 +18,7 @@ import Synchronization
 /// |---|---|
 /// | 2xx (a replayed answer too) | ``Mutation/commit(_:_:)`` and the row's removal, in one transaction |
 /// | still processing (``Mutation/isStillProcessing(_:)``), 408, 429, 5xx, no network, a lost connection, a timeout | stays queued; tried again after a backoff |
-/// | 401 | its lane is held until credentials come back: a ``/Depot/TokenAuthenticator`` sign-in or refresh resumes it by itself; ``resumeHeld()`` does so for credentials the app manages |
+/// | 401 (to the mutation, or to a conflict's read of the server's record) | its lane is held until credentials come back: a ``/Depot/TokenAuthenticator`` sign-in or refresh resumes it by itself; ``resumeHeld()`` does so for credentials the app manages |
 /// | 412, or 404 and 410, to a ``VersionedEdit`` (an edit based on a version the server no longer has) | a conflict: merged and sent again, the server's record accepted, or kept for the user (see ``VersionedEdit``) |
 /// | any other status (400, 403, 404, 409, 410, 422, …) | ``Mutation/rollback(_:_:)`` and the row's removal, in one transaction |
 ///
