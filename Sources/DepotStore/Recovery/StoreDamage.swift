@@ -30,8 +30,7 @@ enum StoreDamage {
     /// the missing pages. Checked only without a write-ahead log, whose
     /// frames may hold the pages the file lacks.
     static func checkLength(of path: String) throws {
-        let wal = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? NSNumber)?.intValue ?? 0
-        guard wal == 0, let file = FileHandle(forReadingAtPath: path) else { return }
+        guard FileStatus(path + "-wal")?.size ?? 0 == 0, let file = FileHandle(forReadingAtPath: path) else { return }
         defer { try? file.close() }
         guard let header = try? file.read(upToCount: headerLength).map(Array.init), !header.isEmpty else { return }
         guard header.count == headerLength, Array(header[0..<16]) == magic else {

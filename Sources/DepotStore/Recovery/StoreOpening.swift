@@ -84,10 +84,8 @@ struct StoreOpening: Sendable {
 
     /// Takes group and other permissions away from `file`, if it exists with them.
     private static func restrictPermissions(of file: String) {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: file),
-              let permissions = (attributes[.posixPermissions] as? NSNumber)?.intValue,
-              permissions & 0o077 != 0 else { return }
-        try? FileManager.default.setAttributes([.posixPermissions: permissions & 0o700], ofItemAtPath: file)
+        guard let status = FileStatus(file), status.permissions & 0o077 != 0 else { return }
+        _ = chmod(file, status.permissions & 0o700)
     }
 
     // MARK: - Read-only
