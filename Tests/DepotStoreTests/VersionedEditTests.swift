@@ -113,17 +113,29 @@ struct VersionedEditTests {
     }
 
     /// Runs `body` with an outbox on a fresh store, contact 1 cached with its tag.
-    /// `adapters` run before the server's credentials are added.
-    func withOutbox(adapters: [any RequestAdapter] = [], _ body: (DemoServer, NetworkController, Outbox, _ tag: String, _ contact: Rename.Fields, NotificationCenter) async throws -> Void) async throws {
+    /// With `tokens`, the controller signs in for OAuth 2 tokens instead of
+    /// sending Basic credentials; `configure` has the last word.
+    func withOutbox(
+        tokens: Bool = false,
+        configure: (inout NetworkController.Configuration) -> Void = { _ in },
+        _ body: (DemoServer, NetworkController, Outbox, _ tag: String, _ contact: Rename.Fields, NotificationCenter) async throws -> Void
+    ) async throws {
         try await DemoServer.withRunning(.init(seed: 7)) { server in
             try await StoreFixtures.withStore(migrator: Self.migrator) { store in
                 let center = NotificationCenter()
+                let endpoint = OAuth2TokenEndpoint(url: server.baseURL.appending(path: "oauth/token"), clientID: "tests")
+                let authenticator = tokens ? TokenAuthenticator(for: server.baseURL, refresher: .oauth2(endpoint), refreshWindow: .zero, exempting: [endpoint.url]) : nil
                 var configuration = NetworkController.Configuration(
                     baseURL: server.baseURL, transport: AsyncHTTPClientTransport(),
-                    adapters: adapters + [Credentials.basic(username: "admin", password: "secret", for: server.baseURL)],
+                    adapters: tokens ? [] : [Credentials.basic(username: "admin", password: "secret", for: server.baseURL)],
+                    authenticator: authenticator,
                     observability: .init(notificationCenter: center))
                 configuration.store = store
+                configure(&configuration)
                 let controller = NetworkController(configuration: configuration)
+                if let authenticator {
+                    await authenticator.signIn(try await controller.perform(endpoint.passwordGrant(username: "admin", password: "secret")))
+                }
                 let outbox = Outbox(store: store, controller: controller, types: [Rename.self])
                 let read = try await controller.perform(Raw(request: .get("contacts/1")))
                 let wire = try read.decode(Wire.self)
@@ -264,21 +276,15 @@ extension VersionedEditTests {
     /// and goes through (merged) once credentials are back.
     @Test func aSignInRefusedWhileReadingTheServersRecordHoldsTheLane() async throws {
         let lapsed = LapsedSignIn()
-        try await withOutbox(adapters: [lapsed]) { server, controller, outbox, tag, contact, _ in
+        try await withOutbox(configure: { $0.adapters.insert(lapsed, at: 0) }) { server, controller, outbox, tag, contact, _ in
             try await changeEmailElsewhere(controller, to: "elsewhere@b.example")
             lapsed.arm()
             var mine = contact
             mine.name = "Renamed"
+            let patches = patchCount(server)
             let changes = outbox.changes()
             let ticket = try await outbox.send(Rename(payload: .init(id: 1, tag: tag, base: contact, mine: mine, query: ["stale": "bare"], stuck: false)))
-            var stoppedAt: OutboxChange.Step?
-            for await change in changes where change.entry == ticket.id.rawValue {
-                if let step = change.step, [.held, .failed, .rolledBack, .committed].contains(step) {
-                    stoppedAt = step
-                    break
-                }
-            }
-            #expect(stoppedAt == .held)
+            #expect(await firstStop(of: ticket, in: changes).step == .held)
             #expect(try await outbox.entries().map(\.state) == [.pending])
             #expect(try await outbox.snapshot().heldLanes == ["contact 1"])
             #expect(try await outbox.store.read { db in try Contact.fetchOne(db, key: 1) }?.name == "Renamed")
@@ -288,8 +294,60 @@ extension VersionedEditTests {
             #expect(answer.status == 200)
             let cached = try await outbox.store.read { db in try Contact.fetchOne(db, key: 1) }
             #expect(cached?.name == "Renamed" && cached?.email == "elsewhere@b.example")
-            #expect(server.currentStats.requests.filter { $0.key.hasPrefix("PATCH /contacts/") }.values.reduce(0, +) >= 3)
+            // The bare 412 before the hold; after it, the bare 412 again and the merged edit.
+            #expect(patchCount(server) - patches == 3)
         }
+    }
+
+    /// A 401 to that read that a new token does not cure (a token without
+    /// the scope to read) holds the lane after one more try: a refresh
+    /// during the attempt earns the entry one retry, not a loop of them.
+    @Test func aReadThatNewTokensDoNotCureHoldsTheLaneAfterOneRetry() async throws {
+        try await withOutbox(tokens: true) { server, controller, outbox, tag, contact, _ in
+            try await changeEmailElsewhere(controller, to: "elsewhere@b.example")
+            var mine = contact
+            mine.name = "Renamed"
+            let changes = outbox.changes()
+            let ticket = try await outbox.send(Rename(payload: .init(id: 1, tag: tag, base: contact, mine: mine, query: ["stale": "bare"], stuck: false, readPath: "faults/status/401")))
+            let stop = await firstStop(of: ticket, in: changes, sendsAtMost: 5)
+            #expect(stop.step == .held)
+            #expect(stop.sends == 2, "sent \(stop.sends) times")
+            #expect(try await outbox.entries().map(\.state) == [.pending])
+        }
+    }
+
+    /// A 429 or 503 to that read that the controller's own retries did not
+    /// get past leaves the entry queued, to go again later, as the same
+    /// answer to the edit would.
+    @Test(arguments: [429, 503])
+    func aReadThatIsRefusedForNowIsTriedAgainLater(status: Int) async throws {
+        try await withOutbox(configure: { $0.retries.policy = .never }) { _, controller, outbox, tag, contact, _ in
+            try await changeEmailElsewhere(controller, to: "elsewhere@b.example")
+            var mine = contact
+            mine.name = "Renamed"
+            let changes = outbox.changes()
+            let ticket = try await outbox.send(Rename(payload: .init(id: 1, tag: tag, base: contact, mine: mine, query: ["stale": "bare"], stuck: false, readPath: "faults/status/\(status)")))
+            #expect(await firstStop(of: ticket, in: changes, orStep: .willRetry).step == .willRetry)
+            #expect(try await outbox.entries().map(\.state) == [.pending])
+        }
+    }
+
+    /// The PATCHes depot-server has answered.
+    func patchCount(_ server: DemoServer) -> Int {
+        server.currentStats.requests.filter { $0.key.hasPrefix("PATCH /contacts/") }.values.reduce(0, +)
+    }
+
+    /// The first step that stops `ticket`'s entry (held, failed, rolled back,
+    /// committed, or `orStep`), and how many times it was sent until then; it
+    /// stops counting at `sendsAtMost + 1` sends.
+    func firstStop(of ticket: OutboxTicket, in changes: OutboxChanges, orStep: OutboxChange.Step? = nil, sendsAtMost: Int = .max) async -> (step: OutboxChange.Step?, sends: Int) {
+        var sends = 0
+        for await change in changes where change.entry == ticket.id.rawValue {
+            guard let step = change.step else { continue }
+            if step == .sending { sends += 1 }
+            if [.held, .failed, .rolledBack, .committed, orStep].contains(step) || sends > sendsAtMost { return (step, sends) }
+        }
+        return (nil, sends)
     }
 
     /// A 403 to that read is no lapsed sign-in: the entry stops as failed,
@@ -300,8 +358,10 @@ extension VersionedEditTests {
             var mine = contact
             mine.name = "Renamed"
             let edit = Rename(payload: .init(id: 1, tag: tag, base: contact, mine: mine, query: ["stale": "bare"], stuck: false, readPath: "faults/status/403"))
-            let answer = await (try outbox.send(edit)).outcome()
-            #expect(answer.failureStatus == 403)
+            let changes = outbox.changes()
+            let ticket = try await outbox.send(edit)
+            #expect(await firstStop(of: ticket, in: changes).step == .failed)
+            #expect(await ticket.outcome().failureStatus == 403)
             #expect(try await outbox.entries().map(\.state) == [.failed])
             #expect(try await outbox.snapshot().heldLanes.isEmpty)
             #expect(try await outbox.store.read { db in try Contact.fetchOne(db, key: 1) }?.name == "Renamed")

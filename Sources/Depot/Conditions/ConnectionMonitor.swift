@@ -42,7 +42,7 @@ public struct ConnectionMonitor: Sendable {
         /// Samples with fewer body bytes feed only the round-trip estimate (a
         /// controller's link windows hold at least four times this). 8 KB by
         /// default, so that images of 8–20 KB moved a few at a time measure the
-        /// link (with 16 KB, Timeline's avatars showed EDGE after 16 s, not 9 s).
+        /// link (with 16 KB, Timeline's avatars showed a poor link after 16 s, not 9.3 s).
         public var minimumMeasurableBytes: Int64
         /// The weight of a new bandwidth sample in the (log-space) moving average, in `0 < w ≤ 1`.
         public private(set) var bandwidthWeight: Double

@@ -34,17 +34,22 @@ extension Outbox {
                 case .success(let (record, answer)):
                     theirs = record
                     carrier = answer
-                case .failure(let error):
-                    if let passing = passingDisposition(of: error, key: key) { return passing }
-                    // Signed out (a 401, or a sign-in refused): the lane
-                    // waits for new credentials, as when the edit itself
-                    // meets one, and the edit goes again with them.
-                    if error.code == .unauthorized, error.status != 403 { return .held }
-                    // The server's record cannot be had (its answer does not
-                    // decode, or the read is forbidden): asking again would
-                    // not change that. The entry stops, blocking nothing, with
-                    // its optimistic change, for a retry or a discard.
-                    return await fail(entry, error, because: "the server refused it as a conflict, and its current record cannot be read: \(error)")
+                case .failure(let failure):
+                    if let passing = passingDisposition(of: failure.error, key: key) { return passing }
+                    switch failure.kind {
+                    case .signedOut:
+                        // The lane waits for new credentials, and the edit
+                        // goes again with them.
+                        return .held
+                    case .later:
+                        return .again(failure.error)
+                    case .final:
+                        // The server's record cannot be had (its answer does
+                        // not decode, or the read is refused): asking again
+                        // would not change that. The entry stops, blocking
+                        // nothing, with its optimistic change, for a retry or a discard.
+                        return await fail(entry, failure.error, because: "the server refused it as a conflict, and its current record cannot be read: \(failure.error)")
+                    }
                 }
             }
         }
@@ -78,9 +83,25 @@ extension Outbox {
         }
     }
 
+    /// Why the server's record could not be read, judged as delivery judges
+    /// the edit's own answer: on the status itself, not on what
+    /// ``Mutation/error(for:)`` makes of it.
+    private struct RecordReadFailure: Error {
+        enum Kind {
+            /// A 401, or a sign-in refused before the read went out.
+            case signedOut
+            /// A 408, 429 or 5xx that the controller's retries did not get past.
+            case later
+            /// Any other refusal, or a record that does not decode.
+            case final
+        }
+        var error: DepotError
+        var kind: Kind
+    }
+
     /// Reads the record as the server has it now (``VersionedEdit/currentRequest``),
     /// under the entry's claim: `nil` if it is gone (404, 410), with the answer that said so.
-    private func currentRecord<E: VersionedEdit>(of edit: E, key: Int64) async -> Result<(ServerRecord<E.Fields>?, NetworkResponse), DepotError> {
+    private func currentRecord<E: VersionedEdit>(of edit: E, key: Int64) async -> Result<(ServerRecord<E.Fields>?, NetworkResponse), RecordReadFailure> {
         do throws(DepotError) {
             let fetch = CurrentRecordFetch(
                 request: edit.currentRequest, name: "\(E.typeName) current record", priority: edit.priority, category: edit.category,
@@ -88,14 +109,18 @@ extension Outbox {
                 renewClaim: { [weak self] () async throws(DepotError) in try await self?.renewClaim(key) })
             let response = try await controller.perform(fetch, admittedDuringGrace: true)
             if response.status == 404 || response.status == 410 { return .success((nil, response)) }
-            guard (200..<300).contains(response.status) else { return .failure(edit.error(for: response)) }
+            guard (200..<300).contains(response.status) else {
+                let status = response.status
+                let kind: RecordReadFailure.Kind = status == 401 ? .signedOut : status == 408 || status == 429 || status >= 500 ? .later : .final
+                return .failure(RecordReadFailure(error: edit.error(for: response), kind: kind))
+            }
             do {
                 return .success((try edit.serverRecord(from: response), response))
             } catch {
-                return .failure(DepotError.wrap(error, operation: E.typeName, fallback: .decoding))
+                return .failure(RecordReadFailure(error: DepotError.wrap(error, operation: E.typeName, fallback: .decoding), kind: .final))
             }
         } catch {
-            return .failure(error)
+            return .failure(RecordReadFailure(error: error, kind: error.code == .unauthorized ? .signedOut : .final))
         }
     }
 

@@ -75,10 +75,11 @@ public protocol VersionedEdit: Mutation {
     func serverRecord(from response: NetworkResponse) throws -> ServerRecord<Fields>
 
     /// The request that reads the record as it is now, when a conflict's
-    /// answer does not carry it. A `404` or `410` to it means deleted; a
-    /// `401` holds the lane as a `401` to the edit does; any other refusal,
-    /// or a record that does not decode, stops the entry as failed, with its
-    /// optimistic change kept for a retry or a discard.
+    /// answer does not carry it. A `404` or `410` to it means deleted. Its
+    /// other answers are judged as the edit's own: a `401` holds the lane;
+    /// no network, a `408`, `429` or `5xx` try again later. Any other
+    /// refusal, or a record that does not decode, stops the entry as failed,
+    /// with its optimistic change kept for a retry or a discard.
     var currentRequest: NetworkRequest { get }
 
     /// Whether an answer that is not a 2xx is a conflict, and which: by

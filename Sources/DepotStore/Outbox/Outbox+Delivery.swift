@@ -54,6 +54,8 @@ extension Outbox {
     /// Sends the lane's entries in order until none is left.
     private func drain(_ lane: String) async {
         var failures = 0
+        /// The entry already sent again because credentials came back during its attempt.
+        var retriedWithNewCredentials: Int64?
         while true {
             let next: (entry: OutboxEntry, payload: Data)?
             do {
@@ -166,15 +168,21 @@ extension Outbox {
             case .held:
                 // Credentials that came back while the attempt ran were not
                 // the ones refused: try again with them rather than hold.
+                // Once: a 401 that new credentials do not cure (a token
+                // without the scope) would otherwise loop, a refresh a turn.
+                let retried = retriedWithNewCredentials == key
                 let held = state.withLock { state -> Bool in
-                    guard state.credentialsEpoch == epoch else { return false }
+                    guard state.credentialsEpoch == epoch || retried else { return false }
                     state.held.insert(lane)
                     state.running[lane] = nil
                     return true
                 }
                 leaveInFlight(key)
                 await releaseClaim(key, inDatabase: true)
-                if !held { continue }
+                if !held {
+                    retriedWithNewCredentials = key
+                    continue
+                }
                 await changed(key, .held)
                 return
             case .stop:

@@ -277,8 +277,9 @@ public final class Outbox: Sendable {
         if !(await credentialsCameBack()) { await changed() }
     }
 
-    /// New credentials: held lanes go again, and an attempt under way whose
-    /// answer is a 401 tries once more instead of holding its lane.
+    /// New credentials: held lanes go again, and an entry whose attempt
+    /// under way is answered 401 goes once more instead of holding its lane
+    /// (once: a second 401 holds it, whatever came back meanwhile).
     @discardableResult
     func credentialsCameBack() async -> Bool {
         let lanes = state.withLock { state -> Set<String> in

@@ -9,7 +9,7 @@ import Darwin
 /// group, which took a quarter of `Store(path:)`'s own time in a warm process.
 struct FileStatus {
     /// The length in bytes.
-    let size: Int
+    let size: Int64
     /// The permission bits (`st_mode & 0o7777`).
     let permissions: mode_t
 
@@ -17,7 +17,7 @@ struct FileStatus {
     init?(_ path: String) {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
-        size = Int(info.st_size)
+        size = Int64(info.st_size)
         permissions = info.st_mode & 0o7777
     }
 }
