@@ -44,6 +44,7 @@ package enum FuzzTargets {
         FuzzTarget(name: "results-diff", summary: "ResultsDiff.changes between two snapshots, replayed", run: resultsDiff),
         FuzzTarget(name: "sse", summary: "ServerSentEventParser on a stream cut into chunks three ways", run: serverSentEvents),
         FuzzTarget(name: "store", summary: "Store on a cache file with bytes overwritten or cut short", run: store, prepare: prepareStore),
+        FuzzTarget(name: "stored-value", summary: "ValueFormat.decode on a cached value's stored bytes", run: storedValue),
     ]
 
     /// The target called `name`, or `nil`.

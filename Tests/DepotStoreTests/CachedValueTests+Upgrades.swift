@@ -61,6 +61,29 @@ extension CachedValueTests {
         }
     }
 
+    /// A value an earlier version of Depot stored as JSON shows as before,
+    /// offline too; the next sync stores it in `ValueFormat`.
+    @Test func aValueStoredAsJSONByAnEarlierDepotStillShows() async throws {
+        try await withSetup { setup in
+            let (store, transport, controller) = try await Self.profileCachedByAnEarlierVersion(setup)
+            let profile = Profile(name: "Ann", tags: ["a"])
+            let stored = { try await store.read { db in try Data.fetchOne(db, sql: "SELECT value FROM depot_values WHERE key = ?", arguments: [FetchProfile().cacheKey]) } }
+            #expect(try await stored()?.first == ValueFormat.marker)
+            // As the earlier version wrote it.
+            try await store.write { db in
+                try db.execute(sql: "UPDATE depot_values SET value = ? WHERE key = ?", arguments: [try JSONEncoder().encode(profile), FetchProfile().cacheKey])
+            }
+            let shown = try controller.value(for: FetchProfile(), policy: .cacheOnly)
+            #expect(shown.value == profile)
+            #expect(shown.error == nil)
+
+            _ = try await controller.perform(FetchProfile())
+            #expect(try await stored()?.first == ValueFormat.marker)
+            #expect(transport.requests.map(\.url.path) == ["/profile", "/profile"])
+            _ = await controller.shutdown(grace: .zero)
+        }
+    }
+
     @Test func aKeyTheTablePathSyncedShowsItsValueAfterTheUpgrade() async throws {
         try await DemoServer.withRunning(.init(port: 0)) { server in
             try await withSetup { setup in

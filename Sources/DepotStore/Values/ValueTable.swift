@@ -3,7 +3,7 @@ import Foundation
 import GRDB
 
 /// The table of ``CachedValueOperation``s' values, one row per cache key:
-/// the value as JSON, its type and version, the server's value while an
+/// the value (in ``ValueFormat``), its type and version, the server's value while an
 /// optimistic change is applied, and when it was written.
 enum ValueTable {
     static let name = "depot_values"
@@ -41,7 +41,7 @@ enum ValueTable {
 
     static func encode<Value: Encodable>(_ value: Value) throws -> Data {
         do {
-            return try JSONEncoder().encode(value)
+            return try ValueFormat.encode(value)
         } catch {
             throw DepotError(.encoding, detail: "cannot encode the cached value of type \(typeName(Value.self))", underlying: error)
         }
@@ -58,7 +58,7 @@ enum ValueTable {
         }
         let data: Data = row["value"]
         do {
-            return .success(try JSONDecoder().decode(Value.self, from: data))
+            return .success(try ValueFormat.decode(Value.self, from: data))
         } catch {
             return .failure(DepotError(.decoding, detail: "the cached value no longer decodes as \(typeName(Value.self))", underlying: error))
         }
