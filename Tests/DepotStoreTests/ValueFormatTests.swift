@@ -145,6 +145,95 @@ import Testing
         #expect(try ValueFormat.decode([Late].self, from: ValueFormat.encode([Late(first: 1, inner: 2, last: 3)])) == [Late(first: 1, inner: 2, last: 3)])
     }
 
+    /// Patterns JSON allows that a stream reader can get wrong: a subclass
+    /// handing its own decoder to its superclass (a second container on the
+    /// same item), a read tried again after a failed one, and a lossy array
+    /// that skips an element it cannot read.
+    @Test func secondContainersRetriesAndSkippedElements() throws {
+        class Base: Codable {
+            var id: Int
+            init(id: Int) { self.id = id }
+        }
+        final class Sub: Base, @unchecked Sendable {
+            var name: String
+            enum CodingKeys: String, CodingKey { case name }
+            init(id: Int, name: String) {
+                self.name = name
+                super.init(id: id)
+            }
+            required init(from decoder: any Decoder) throws {
+                name = try decoder.container(keyedBy: CodingKeys.self).decode(String.self, forKey: .name)
+                try super.init(from: decoder)
+            }
+            override func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(name, forKey: .name)
+                try super.encode(to: encoder)
+            }
+        }
+        let subs = try ValueFormat.decode([Sub].self, from: ValueFormat.encode([Sub(id: 1, name: "a"), Sub(id: 2, name: "b")]))
+        #expect(subs.map(\.id) == [1, 2] && subs.map(\.name) == ["a", "b"])
+
+        enum IntOrString: Codable, Equatable {
+            case int(Int), string(String)
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.singleValueContainer()
+                if let int = try? container.decode(Int.self) { self = .int(int) } else { self = .string(try container.decode(String.self)) }
+            }
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.singleValueContainer()
+                switch self {
+                case .int(let int): try container.encode(int)
+                case .string(let string): try container.encode(string)
+                }
+            }
+        }
+        let mixed: [IntOrString] = [.int(1), .string("ab"), .int(3)]
+        #expect(try ValueFormat.decode([IntOrString].self, from: ValueFormat.encode(mixed)) == mixed)
+
+        struct Skip: Decodable {}
+        struct Lossy: Decodable {
+            var values: [Int] = []
+            init(from decoder: any Decoder) throws {
+                var container = try decoder.unkeyedContainer()
+                while !container.isAtEnd {
+                    if let value = try? container.decode(Int.self) { values.append(value) } else { _ = try container.decode(Skip.self) }
+                }
+            }
+        }
+        let stored = try ValueFormat.encode([IntOrString.int(1), .string("not a number"), .int(3), .string("x")])
+        #expect(try ValueFormat.decode(Lossy.self, from: stored).values == [1, 3])
+    }
+
+    /// Stored bytes that would make a reader recurse without end, or reserve
+    /// room for billions of elements, throw first.
+    @Test func recursionAndCountsFromDamagedBytesThrow() throws {
+        indirect enum Tree: Decodable {
+            case node([Tree])
+            init(from decoder: any Decoder) throws { self = .node(try decoder.singleValueContainer().decode([Tree].self)) }
+        }
+        var deep: [UInt8] = [ValueFormat.marker]
+        for _ in 0..<100_000 { deep += [ValueFormat.Tag.array.rawValue, 1, 0, 0, 0] }
+        deep.append(ValueFormat.Tag.array.rawValue)
+        deep += [0, 0, 0, 0]
+        #expect(throws: DecodingError.self) { try ValueFormat.decode(Tree.self, from: Data(deep)) }
+
+        struct Reserving: Decodable {
+            var values: [Int] = []
+            init(from decoder: any Decoder) throws {
+                var container = try decoder.unkeyedContainer()
+                values.reserveCapacity(container.count ?? 0)
+                while !container.isAtEnd { values.append(try container.decode(Int.self)) }
+            }
+        }
+        let huge = Data([ValueFormat.marker, ValueFormat.Tag.array.rawValue, 0xFF, 0xFF, 0xFF, 0xFF])
+        #expect(throws: DecodingError.self) { try ValueFormat.decode(Reserving.self, from: huge) }
+        let hugeObject = Data([ValueFormat.marker, ValueFormat.Tag.object.rawValue, 0xFF, 0xFF, 0xFF, 0xFF])
+        #expect(throws: DecodingError.self) { try ValueFormat.decode([String: Int].self, from: hugeObject) }
+        // A stored Double that no Float holds throws, as from JSON.
+        #expect(throws: DecodingError.self) { try ValueFormat.decode(Float.self, from: ValueFormat.encode(1e300)) }
+    }
+
     /// Values an earlier version stored as JSON read as before.
     @Test func valuesStoredAsJSONStillRead() throws {
         let json = try JSONEncoder().encode(Self.sample)

@@ -9,13 +9,30 @@ final class ValueDecoder: Decoder {
     typealias Tag = ValueFormat.Tag
 
     let bytes: [UInt8]
-    /// Where the next item starts.
+    /// Where the next read starts.
     var position = 0
+    /// Where the item being decoded starts: every container, and every
+    /// read of a single value, starts there, so that a type may ask for a
+    /// second container (a class handing its decoder to its superclass), or
+    /// read again after a failed read (an "Int or String" value).
+    var itemStart = 0
+    /// How many items deep the decoding is: recursive types stop at
+    /// ``ValueFormat/maximumDepth`` instead of overflowing the stack.
+    var depth = 0
     var codingPath: [any CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(bytes: [UInt8]) {
+    init(bytes: [UInt8], depth: Int = 0) {
         self.bytes = bytes
+        self.depth = depth
+    }
+
+    /// A decoder of its own for the item at the position (a super decoder):
+    /// reading it later does not move this one.
+    func detachedItem() throws -> ValueDecoder {
+        let start = position
+        try skip(depth: 1)
+        return ValueDecoder(bytes: Array(bytes[start..<position]), depth: depth + 1)
     }
 
     // MARK: Reading
@@ -82,11 +99,25 @@ final class ValueDecoder: Decoder {
         }
     }
 
+    /// Back at the start of the item being decoded, for a single value's read.
+    func atItem() -> ValueDecoder {
+        position = itemStart
+        return self
+    }
+
     var nextIsNil: Bool { position < bytes.count && bytes[position] == Tag.null.rawValue }
 
     // MARK: Values
 
     func decodeItem<Value: Decodable>(_ type: Value.Type) throws -> Value {
+        guard depth < ValueFormat.maximumDepth else { throw corrupted("nested too deep") }
+        let outer = itemStart
+        itemStart = position
+        depth += 1
+        defer {
+            itemStart = outer
+            depth -= 1
+        }
         if Value.self == Date.self { return Date(timeIntervalSinceReferenceDate: try decodeFloat(Double.self)) as! Value }
         if Value.self == Data.self {
             let tag = try readTag()
@@ -131,22 +162,30 @@ final class ValueDecoder: Decoder {
 
     func decodeFloat<Float: BinaryFloatingPoint>(_ type: Float.Type) throws -> Float {
         let tag = try readTag()
+        let stored: Double
         switch tag {
-        case .double: return Float(Double(bitPattern: try readWord()))
+        case .double: stored = Double(bitPattern: try readWord())
         case .int: return Float(Int64(bitPattern: try readWord()))
         case .uint: return Float(try readWord())
         default: throw mismatch(Float.self, tag)
         }
+        let value = Float(stored)
+        guard value.isFinite || !stored.isFinite else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "the stored number does not fit in \(Float.self)"))
+        }
+        return value
     }
 
     // MARK: Containers
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(try Keyed<Key>(decoder: self))
+        position = itemStart
+        return KeyedDecodingContainer(try Keyed<Key>(decoder: self))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        try Unkeyed(decoder: self)
+        position = itemStart
+        return try Unkeyed(decoder: self)
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
@@ -168,6 +207,8 @@ final class ValueDecoder: Decoder {
             let tag = try decoder.readTag()
             guard tag == .object else { throw decoder.mismatch([String: Any].self, tag) }
             let count = try decoder.readLength()
+            // Each entry takes at least five bytes: a count the bytes cannot hold is damage.
+            guard count <= (decoder.bytes.count - decoder.position) / 5 else { throw decoder.corrupted("an object counts more entries than its bytes hold") }
             var entries: [(key: Range<Int>, item: Int)] = []
             for _ in 0..<count {
                 let key = try decoder.readKey()
@@ -249,13 +290,7 @@ final class ValueDecoder: Decoder {
         func superDecoder(forKey key: Key) throws -> any Decoder { try superDecoder(under: key) }
 
         private func superDecoder(under key: some CodingKey) throws -> any Decoder {
-            try read(key) {
-                // A decoder of its own over the item's bytes, so that reading
-                // it later does not move this one.
-                let start = decoder.position
-                try decoder.skip(depth: 1)
-                return ValueDecoder(bytes: Array(decoder.bytes[start..<decoder.position]))
-            }
+            try read(key) { try decoder.detachedItem() }
         }
     }
 
@@ -272,18 +307,29 @@ final class ValueDecoder: Decoder {
             self.decoder = decoder
             let tag = try decoder.readTag()
             guard tag == .array else { throw decoder.mismatch([Any].self, tag) }
-            count = try decoder.readLength()
+            let count = try decoder.readLength()
+            // Each element takes at least a byte: a count the bytes cannot
+            // hold is damage, not a capacity to reserve.
+            guard count <= decoder.bytes.count - decoder.position else { throw decoder.corrupted("an array counts more elements than its bytes hold") }
+            self.count = count
             position = decoder.position
         }
 
-        /// Decodes the next element with `read`.
+        /// Decodes the next element with `read`. The element's end is found
+        /// first, so that the next one starts there however much of it
+        /// `read` took: a failed read, or a type that reads less than was
+        /// stored (a lossy array skipping an element), moves on by one element.
         private mutating func next<T>(_ read: (ValueDecoder) throws -> T) throws -> T {
             guard !isAtEnd else {
                 throw DecodingError.valueNotFound(T.self, .init(codingPath: [], debugDescription: "no stored element \(currentIndex)"))
             }
             decoder.position = position
+            try decoder.skip(depth: 1)
+            let end = decoder.position
+            decoder.position = position
+            defer { decoder.position = end }
             let value = try read(decoder)
-            position = decoder.position
+            position = end
             currentIndex += 1
             return value
         }
@@ -322,11 +368,7 @@ final class ValueDecoder: Decoder {
         }
 
         mutating func superDecoder() throws -> any Decoder {
-            try next { decoder in
-                let start = decoder.position
-                try decoder.skip(depth: 1)
-                return ValueDecoder(bytes: Array(decoder.bytes[start..<decoder.position]))
-            }
+            try next { try $0.detachedItem() }
         }
     }
 
@@ -337,24 +379,25 @@ final class ValueDecoder: Decoder {
         /// Steps over the `nil` it finds: `Optional`'s `init(from:)` reads
         /// nothing more, and the next element starts after it.
         func decodeNil() -> Bool {
+            decoder.position = decoder.itemStart
             guard decoder.nextIsNil else { return false }
             decoder.position += 1
             return true
         }
-        func decode(_ type: Bool.Type) throws -> Bool { try decoder.decodeBool() }
-        func decode(_ type: String.Type) throws -> String { try decoder.decodeString() }
-        func decode(_ type: Double.Type) throws -> Double { try decoder.decodeFloat(type) }
-        func decode(_ type: Float.Type) throws -> Float { try decoder.decodeFloat(type) }
-        func decode(_ type: Int.Type) throws -> Int { try decoder.decodeInteger(type) }
-        func decode(_ type: Int8.Type) throws -> Int8 { try decoder.decodeInteger(type) }
-        func decode(_ type: Int16.Type) throws -> Int16 { try decoder.decodeInteger(type) }
-        func decode(_ type: Int32.Type) throws -> Int32 { try decoder.decodeInteger(type) }
-        func decode(_ type: Int64.Type) throws -> Int64 { try decoder.decodeInteger(type) }
-        func decode(_ type: UInt.Type) throws -> UInt { try decoder.decodeInteger(type) }
-        func decode(_ type: UInt8.Type) throws -> UInt8 { try decoder.decodeInteger(type) }
-        func decode(_ type: UInt16.Type) throws -> UInt16 { try decoder.decodeInteger(type) }
-        func decode(_ type: UInt32.Type) throws -> UInt32 { try decoder.decodeInteger(type) }
-        func decode(_ type: UInt64.Type) throws -> UInt64 { try decoder.decodeInteger(type) }
-        func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.decodeItem(type) }
+        func decode(_ type: Bool.Type) throws -> Bool { try decoder.atItem().decodeBool() }
+        func decode(_ type: String.Type) throws -> String { try decoder.atItem().decodeString() }
+        func decode(_ type: Double.Type) throws -> Double { try decoder.atItem().decodeFloat(type) }
+        func decode(_ type: Float.Type) throws -> Float { try decoder.atItem().decodeFloat(type) }
+        func decode(_ type: Int.Type) throws -> Int { try decoder.atItem().decodeInteger(type) }
+        func decode(_ type: Int8.Type) throws -> Int8 { try decoder.atItem().decodeInteger(type) }
+        func decode(_ type: Int16.Type) throws -> Int16 { try decoder.atItem().decodeInteger(type) }
+        func decode(_ type: Int32.Type) throws -> Int32 { try decoder.atItem().decodeInteger(type) }
+        func decode(_ type: Int64.Type) throws -> Int64 { try decoder.atItem().decodeInteger(type) }
+        func decode(_ type: UInt.Type) throws -> UInt { try decoder.atItem().decodeInteger(type) }
+        func decode(_ type: UInt8.Type) throws -> UInt8 { try decoder.atItem().decodeInteger(type) }
+        func decode(_ type: UInt16.Type) throws -> UInt16 { try decoder.atItem().decodeInteger(type) }
+        func decode(_ type: UInt32.Type) throws -> UInt32 { try decoder.atItem().decodeInteger(type) }
+        func decode(_ type: UInt64.Type) throws -> UInt64 { try decoder.atItem().decodeInteger(type) }
+        func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.atItem().decodeItem(type) }
     }
 }
