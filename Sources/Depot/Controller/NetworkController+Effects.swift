@@ -41,7 +41,11 @@ extension NetworkController {
                 // (progress, finished) can never overtake its enqueued and started events.
                 effects.append(.launch(job, record.runner, running, immediately: job == immediate))
             case .abort(let job):
-                if let running = state.running[job] { effects.append(.cancelJob(running)) }
+                // First of the batch: the job's task is told before its
+                // tickets are resolved, so that a caller whose `perform`
+                // returns `.cancelled` finds the job's waits already let go
+                // (a download paused between ranges, say).
+                if let running = state.running[job] { effects.insert(.cancelJob(running), at: 0) }
             case .resolve(_, let tickets, let outcome):
                 let jobResult = result?.result ?? .failure(DepotError(.cancelled))
                 for id in tickets {
