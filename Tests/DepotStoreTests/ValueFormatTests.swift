@@ -84,7 +84,7 @@ import Testing
             var name: String
             init(name: String) { self.name = name }
         }
-        final class Derived: Base, @unchecked Sendable {
+        final class Derived: Base {
             var extra: [Int]
             init(name: String, extra: [Int]) {
                 self.extra = extra
@@ -124,7 +124,7 @@ import Testing
             }
         }
         /// `superEncoder()` and `superDecoder()` without a key of the type's own.
-        final class Plain: Base, @unchecked Sendable {
+        final class Plain: Base {
             var flag = true
             enum CodingKeys: String, CodingKey { case flag }
             override init(name: String) { super.init(name: name) }
@@ -154,7 +154,7 @@ import Testing
             var id: Int
             init(id: Int) { self.id = id }
         }
-        final class Sub: Base, @unchecked Sendable {
+        final class Sub: Base {
             var name: String
             enum CodingKeys: String, CodingKey { case name }
             init(id: Int, name: String) {
